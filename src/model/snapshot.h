@@ -1,0 +1,86 @@
+// One immutable reading of every GPU at one time: each field's value with its status
+// ("valid or why not"), the processes on each GPU and the event counts seen so far.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/field_catalog.h"
+
+namespace gpuscope::model {
+
+enum class ValueStatus : std::uint8_t {
+  kValid,
+  kUnsupported,  // the GPU or driver lacks it (missing symbol, NOT_SUPPORTED, FUNCTION_NOT_FOUND, no GPM)
+  kError,        // the call failed; `error_code` holds NVML's return code
+};
+
+struct FieldValue {
+  double value = 0;
+  ValueStatus status = ValueStatus::kUnsupported;
+  int error_code = 0;  // NVML return code when status is kError
+
+  bool valid() const { return status == ValueStatus::kValid; }
+  static FieldValue of(double v) { return {v, ValueStatus::kValid, 0}; }
+  static FieldValue unsupported() { return {0, ValueStatus::kUnsupported, 0}; }
+  static FieldValue error(int code) { return {0, ValueStatus::kError, code}; }
+};
+
+// Who a pid is, read from /proc. `visible` is false when the pid is not in this PID namespace
+// (an agent in a container without the host's PID namespace): the process is still reported.
+struct ProcessIdentity {
+  bool visible = false;
+  std::string name;          // comm, or the simulator's name for simulated pids
+  std::string command_line;  // argv joined by spaces
+  std::string user;          // owner's user name (or uid as text when it has no name)
+  std::string container_id;  // 64-hex (or shorter) id from the cgroup path, empty outside containers
+};
+
+enum class ProcessKind : std::uint8_t { kCompute, kGraphics, kComputeAndGraphics };
+
+struct ProcessSample {
+  unsigned pid = 0;
+  ProcessKind kind = ProcessKind::kCompute;
+  std::optional<std::uint64_t> used_memory_bytes;  // absent when NVML reports "not available"
+  std::optional<unsigned> gpu_instance_id;          // MIG only
+  std::optional<unsigned> compute_instance_id;      // MIG only
+  std::optional<double> sm_util_percent;            // from process utilization samples
+  std::optional<double> mem_util_percent;
+  ProcessIdentity identity;
+};
+
+// Events seen on one GPU since the agent started. Every event is counted: two equal XIDs in a row
+// are two events.
+struct EventCounts {
+  std::uint64_t xid_total = 0;
+  std::map<unsigned long long, std::uint64_t> xid_by_code;
+  std::optional<unsigned long long> last_xid;
+  std::uint64_t single_bit_ecc = 0;
+  std::uint64_t double_bit_ecc = 0;
+};
+
+struct GpuSample {
+  unsigned index = 0;
+  bool up = true;          // false while the GPU answers GPU_IS_LOST (or its handle is gone)
+  int down_error_code = 0;  // NVML's code that marked it down
+  std::array<FieldValue, kFieldCount> fields{};
+  std::vector<ProcessSample> processes;
+  std::optional<int> processes_error_code;  // set when the process list could not be read
+  EventCounts events;
+
+  const FieldValue& operator[](FieldId id) const { return fields[index_of(id)]; }
+  FieldValue& operator[](FieldId id) { return fields[index_of(id)]; }
+};
+
+struct Snapshot {
+  std::chrono::system_clock::time_point time;  // when the reading started (the driver's clock)
+  std::chrono::nanoseconds duration{0};         // how long the reading took
+  std::vector<GpuSample> gpus;
+};
+
+}  // namespace gpuscope::model

@@ -1,0 +1,425 @@
+// Our own declarations of the NVML C ABI (x86-64), written from ../shared/reference/nvml-abi.md.
+// No NVIDIA header is used at build time; the backend dlsym()s these names, the simulator defines them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+extern "C" {
+
+typedef enum nvmlReturn_enum {
+  NVML_SUCCESS = 0,
+  NVML_ERROR_UNINITIALIZED = 1,
+  NVML_ERROR_INVALID_ARGUMENT = 2,
+  NVML_ERROR_NOT_SUPPORTED = 3,
+  NVML_ERROR_NO_PERMISSION = 4,
+  NVML_ERROR_ALREADY_INITIALIZED = 5,
+  NVML_ERROR_NOT_FOUND = 6,
+  NVML_ERROR_INSUFFICIENT_SIZE = 7,
+  NVML_ERROR_INSUFFICIENT_POWER = 8,
+  NVML_ERROR_DRIVER_NOT_LOADED = 9,
+  NVML_ERROR_TIMEOUT = 10,
+  NVML_ERROR_IRQ_ISSUE = 11,
+  NVML_ERROR_LIBRARY_NOT_FOUND = 12,
+  NVML_ERROR_FUNCTION_NOT_FOUND = 13,
+  NVML_ERROR_CORRUPTED_INFOROM = 14,
+  NVML_ERROR_GPU_IS_LOST = 15,
+  NVML_ERROR_RESET_REQUIRED = 16,
+  NVML_ERROR_OPERATING_SYSTEM = 17,
+  NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18,
+  NVML_ERROR_IN_USE = 19,
+  NVML_ERROR_MEMORY = 20,
+  NVML_ERROR_NO_DATA = 21,
+  NVML_ERROR_VGPU_ECC_NOT_SUPPORTED = 22,
+  NVML_ERROR_INSUFFICIENT_RESOURCES = 23,
+  NVML_ERROR_FREQ_NOT_SUPPORTED = 24,
+  NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25,
+  NVML_ERROR_DEPRECATED = 26,
+  NVML_ERROR_NOT_READY = 27,
+  NVML_ERROR_UNKNOWN = 999,
+} nvmlReturn_t;
+
+typedef struct nvmlDevice_st* nvmlDevice_t;
+typedef struct nvmlEventSet_st* nvmlEventSet_t;
+typedef struct nvmlGpmSample_st* nvmlGpmSample_t;
+
+// Versioned structs carry sizeof(struct) | (version << 24) in their first field.
+#define NVML_STRUCT_VERSION(type, ver) (static_cast<unsigned int>(sizeof(type) | ((ver) << 24U)))
+
+enum : unsigned {
+  NVML_DEVICE_NAME_BUFFER_SIZE = 96,
+  NVML_DEVICE_UUID_BUFFER_SIZE = 96,
+  NVML_DEVICE_SERIAL_BUFFER_SIZE = 30,
+  NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE = 80,
+  NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE = 80,
+  NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE = 32,
+  NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE = 16,
+  NVML_INIT_FLAG_NO_GPUS = 1,
+};
+
+typedef struct nvmlPciInfo_st {
+  char busIdLegacy[16];
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pciDeviceId;
+  unsigned int pciSubSystemId;
+  char busId[32];
+} nvmlPciInfo_t;
+
+typedef struct nvmlMemory_st {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+} nvmlMemory_t;
+
+typedef struct nvmlMemory_v2_st {
+  unsigned int version;
+  unsigned long long total;
+  unsigned long long reserved;
+  unsigned long long free;
+  unsigned long long used;
+} nvmlMemory_v2_t;
+#define nvmlMemory_v2 NVML_STRUCT_VERSION(nvmlMemory_v2_t, 2)
+
+typedef struct nvmlBAR1Memory_st {
+  unsigned long long bar1Total;
+  unsigned long long bar1Free;
+  unsigned long long bar1Used;
+} nvmlBAR1Memory_t;
+
+typedef struct nvmlUtilization_st {
+  unsigned int gpu;
+  unsigned int memory;
+} nvmlUtilization_t;
+
+// nvmlProcessInfo_v2_t in NVIDIA's header; the `_v3` process functions fill this one.
+typedef struct nvmlProcessInfo_st {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+} nvmlProcessInfo_t;
+
+// Filled by the unversioned (v1) and `_v2` process functions.
+typedef struct nvmlProcessInfo_v1_st {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+} nvmlProcessInfo_v1_t;
+
+typedef struct nvmlProcessUtilizationSample_st {
+  unsigned int pid;
+  unsigned long long timeStamp;
+  unsigned int smUtil;
+  unsigned int memUtil;
+  unsigned int encUtil;
+  unsigned int decUtil;
+} nvmlProcessUtilizationSample_t;
+
+typedef struct nvmlViolationTime_st {
+  unsigned long long referenceTime;
+  unsigned long long violationTime;
+} nvmlViolationTime_t;
+
+typedef struct nvmlEventData_st {
+  nvmlDevice_t device;
+  unsigned long long eventType;
+  unsigned long long eventData;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+} nvmlEventData_t;
+
+typedef enum nvmlValueType_enum {
+  NVML_VALUE_TYPE_DOUBLE = 0,
+  NVML_VALUE_TYPE_UNSIGNED_INT = 1,
+  NVML_VALUE_TYPE_UNSIGNED_LONG = 2,
+  NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3,
+  NVML_VALUE_TYPE_SIGNED_LONG_LONG = 4,
+  NVML_VALUE_TYPE_SIGNED_INT = 5,
+  NVML_VALUE_TYPE_UNSIGNED_SHORT = 6,
+} nvmlValueType_t;
+
+typedef union nvmlValue_st {
+  double dVal;
+  int siVal;
+  unsigned int uiVal;
+  unsigned long ulVal;
+  unsigned long long ullVal;
+  signed long long sllVal;
+  unsigned short usVal;
+} nvmlValue_t;
+
+typedef struct nvmlFieldValue_st {
+  unsigned int fieldId;
+  unsigned int scopeId;
+  long long timestamp;
+  long long latencyUsec;
+  nvmlValueType_t valueType;
+  nvmlReturn_t nvmlReturn;
+  nvmlValue_t value;
+} nvmlFieldValue_t;
+
+typedef struct nvmlGpmSupport_st {
+  unsigned int version;
+  unsigned int isSupportedDevice;
+} nvmlGpmSupport_t;
+#define NVML_GPM_SUPPORT_VERSION 1U
+
+typedef struct nvmlGpmMetric_st {
+  unsigned int metricId;
+  nvmlReturn_t nvmlReturn;
+  double value;
+  struct {
+    char* shortName;
+    char* longName;
+    char* unit;
+  } metricInfo;
+} nvmlGpmMetric_t;
+
+// 333 in header 13, 98 in 11.8: a library reads only numMetrics entries, so either size works.
+#define NVML_GPM_METRIC_MAX 333
+typedef struct nvmlGpmMetricsGet_st {
+  unsigned int version;
+  unsigned int numMetrics;
+  nvmlGpmSample_t sample1;
+  nvmlGpmSample_t sample2;
+  nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
+} nvmlGpmMetricsGet_t;
+#define NVML_GPM_METRICS_GET_VERSION 1U
+
+// Enumerations passed as plain integers.
+enum nvmlTemperatureSensors_enum : int { NVML_TEMPERATURE_GPU = 0 };
+enum nvmlTemperatureThresholds_enum : int {
+  NVML_TEMPERATURE_THRESHOLD_SHUTDOWN = 0,
+  NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1,
+  NVML_TEMPERATURE_THRESHOLD_MEM_MAX = 2,
+  NVML_TEMPERATURE_THRESHOLD_GPU_MAX = 3,
+};
+enum nvmlClockType_enum : int { NVML_CLOCK_GRAPHICS = 0, NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2, NVML_CLOCK_VIDEO = 3 };
+enum nvmlPcieUtilCounter_enum : int { NVML_PCIE_UTIL_TX_BYTES = 0, NVML_PCIE_UTIL_RX_BYTES = 1 };
+enum nvmlPerfPolicyType_enum : int {
+  NVML_PERF_POLICY_POWER = 0,
+  NVML_PERF_POLICY_THERMAL = 1,
+  NVML_PERF_POLICY_SYNC_BOOST = 2,
+  NVML_PERF_POLICY_BOARD_LIMIT = 3,
+  NVML_PERF_POLICY_LOW_UTILIZATION = 4,
+  NVML_PERF_POLICY_RELIABILITY = 5,
+  NVML_PERF_POLICY_COUNT = 6,
+};
+enum nvmlMemoryErrorType_enum : int { NVML_MEMORY_ERROR_TYPE_CORRECTED = 0, NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1 };
+enum nvmlEccCounterType_enum : int { NVML_VOLATILE_ECC = 0, NVML_AGGREGATE_ECC = 1 };
+enum nvmlPageRetirementCause_enum : int {
+  NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS = 0,
+  NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR = 1,
+};
+enum nvmlPstates_enum : int { NVML_PSTATE_0 = 0, NVML_PSTATE_15 = 15, NVML_PSTATE_UNKNOWN = 32 };
+enum nvmlDeviceArchitecture_enum : unsigned {
+  NVML_DEVICE_ARCH_KEPLER = 2,
+  NVML_DEVICE_ARCH_MAXWELL = 3,
+  NVML_DEVICE_ARCH_PASCAL = 4,
+  NVML_DEVICE_ARCH_VOLTA = 5,
+  NVML_DEVICE_ARCH_TURING = 6,
+  NVML_DEVICE_ARCH_AMPERE = 7,
+  NVML_DEVICE_ARCH_ADA = 8,
+  NVML_DEVICE_ARCH_HOPPER = 9,
+  NVML_DEVICE_ARCH_BLACKWELL = 10,
+  NVML_DEVICE_ARCH_UNKNOWN = 0xffffffff,
+};
+
+// Clock event (throttle) reason bits.
+enum : unsigned long long {
+  nvmlClocksEventReasonGpuIdle = 0x1ULL,
+  nvmlClocksEventReasonApplicationsClocksSetting = 0x2ULL,
+  nvmlClocksEventReasonSwPowerCap = 0x4ULL,
+  nvmlClocksThrottleReasonHwSlowdown = 0x8ULL,
+  nvmlClocksEventReasonSyncBoost = 0x10ULL,
+  nvmlClocksEventReasonSwThermalSlowdown = 0x20ULL,
+  nvmlClocksThrottleReasonHwThermalSlowdown = 0x40ULL,
+  nvmlClocksThrottleReasonHwPowerBrakeSlowdown = 0x80ULL,
+  nvmlClocksEventReasonDisplayClockSetting = 0x100ULL,
+};
+
+// Event types.
+enum : unsigned long long {
+  nvmlEventTypeSingleBitEccError = 0x1ULL,
+  nvmlEventTypeDoubleBitEccError = 0x2ULL,
+  nvmlEventTypePState = 0x4ULL,
+  nvmlEventTypeXidCriticalError = 0x8ULL,
+};
+
+// Field ids for nvmlDeviceGetFieldValues.
+enum : unsigned {
+  NVML_FI_DEV_ECC_SBE_VOL_TOTAL = 3,
+  NVML_FI_DEV_ECC_DBE_VOL_TOTAL = 4,
+  NVML_FI_DEV_MEMORY_TEMP = 82,
+  NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION = 83,
+  NVML_FI_DEV_NVLINK_LINK_COUNT = 91,
+  NVML_FI_DEV_PCIE_REPLAY_COUNTER = 94,
+  NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX = 138,
+  NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX = 139,
+  NVML_FI_DEV_POWER_AVERAGE = 185,
+  NVML_FI_DEV_POWER_INSTANT = 186,
+};
+
+// GPM metric ids.
+enum : unsigned {
+  NVML_GPM_METRIC_GRAPHICS_UTIL = 1,
+  NVML_GPM_METRIC_SM_UTIL = 2,
+  NVML_GPM_METRIC_SM_OCCUPANCY = 3,
+  NVML_GPM_METRIC_INTEGER_UTIL = 4,
+  NVML_GPM_METRIC_ANY_TENSOR_UTIL = 5,
+  NVML_GPM_METRIC_DFMA_TENSOR_UTIL = 6,
+  NVML_GPM_METRIC_HMMA_TENSOR_UTIL = 7,
+  NVML_GPM_METRIC_DMMA_TENSOR_UTIL = 8,
+  NVML_GPM_METRIC_IMMA_TENSOR_UTIL = 9,
+  NVML_GPM_METRIC_DRAM_BW_UTIL = 10,
+  NVML_GPM_METRIC_FP64_UTIL = 11,
+  NVML_GPM_METRIC_FP32_UTIL = 12,
+  NVML_GPM_METRIC_FP16_UTIL = 13,
+  NVML_GPM_METRIC_PCIE_TX_PER_SEC = 20,
+  NVML_GPM_METRIC_PCIE_RX_PER_SEC = 21,
+  NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC = 60,
+  NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC = 61,
+};
+
+// ---- Functions. The backend never links these: it takes their types (decltype) and dlsym()s them.
+nvmlReturn_t nvmlInit_v2(void);
+nvmlReturn_t nvmlInit(void);
+nvmlReturn_t nvmlInitWithFlags(unsigned int flags);
+nvmlReturn_t nvmlShutdown(void);
+const char* nvmlErrorString(nvmlReturn_t result);
+
+nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length);
+nvmlReturn_t nvmlSystemGetNVMLVersion(char* version, unsigned int length);
+nvmlReturn_t nvmlSystemGetCudaDriverVersion(int* cudaDriverVersion);
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* cudaDriverVersion);
+
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* deviceCount);
+nvmlReturn_t nvmlDeviceGetCount(unsigned int* deviceCount);
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device);
+nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t* device);
+nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* device);
+nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char* pciBusId, nvmlDevice_t* device);
+
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length);
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length);
+nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t device, char* serial, unsigned int length);
+nvmlReturn_t nvmlDeviceGetBoardPartNumber(nvmlDevice_t device, char* partNumber, unsigned int length);
+nvmlReturn_t nvmlDeviceGetVbiosVersion(nvmlDevice_t device, char* version, unsigned int length);
+nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int* index);
+nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int* minorNumber);
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci);
+nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t device, nvmlPciInfo_t* pci);
+nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t device, nvmlPciInfo_t* pci);
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory);
+nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory);
+nvmlReturn_t nvmlDeviceGetBAR1MemoryInfo(nvmlDevice_t device, nvmlBAR1Memory_t* bar1Memory);
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* utilization);
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, int sensorType, unsigned int* temp);
+nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device, int thresholdType, unsigned int* temp);
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power);
+nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int* limit);
+nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device, unsigned int* limit);
+nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t device, unsigned int* limit);
+nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long* energy);
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, int type, unsigned int* clock);
+nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, int type, unsigned int* clock);
+nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t device, int* pState);
+nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t device, unsigned int* speed);
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device, unsigned long long* reasons);
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device, unsigned long long* reasons);
+nvmlReturn_t nvmlDeviceGetViolationStatus(nvmlDevice_t device, int perfPolicyType, nvmlViolationTime_t* violTime);
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, int errorType, int counterType,
+                                         unsigned long long* eccCounts);
+nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, int* current, int* pending);
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int* corrRows, unsigned int* uncRows,
+                                       unsigned int* isPending, unsigned int* failureOccurred);
+nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t device, int cause, unsigned int* pageCount,
+                                       unsigned long long* addresses);
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device, int* isPending);
+nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, int counter, unsigned int* value);
+nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device, unsigned int* value);
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t device, unsigned int* currLinkGen);
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int* maxLinkGen);
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t device, unsigned int* currLinkWidth);
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t device, unsigned int* maxLinkWidth);
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
+                                                     nvmlProcessInfo_t* infos);
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int* infoCount,
+                                                     nvmlProcessInfo_v1_t* infos);
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int* infoCount,
+                                                  nvmlProcessInfo_v1_t* infos);
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
+                                                      nvmlProcessInfo_t* infos);
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device, unsigned int* infoCount,
+                                                      nvmlProcessInfo_v1_t* infos);
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device, unsigned int* infoCount,
+                                                   nvmlProcessInfo_v1_t* infos);
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
+                                                        nvmlProcessInfo_t* infos);
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationSample_t* utilization,
+                                             unsigned int* processSamplesCount, unsigned long long lastSeenTimeStamp);
+nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t device, unsigned int* utilization,
+                                             unsigned int* samplingPeriodUs);
+nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device, unsigned int* utilization,
+                                             unsigned int* samplingPeriodUs);
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount, nvmlFieldValue_t* values);
+
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* currentMode, unsigned int* pendingMode);
+nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int* count);
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index, nvmlDevice_t* migDevice);
+nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int* id);
+nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int* id);
+nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, int* mode);
+nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, int* mode);
+nvmlReturn_t nvmlDeviceGetDisplayActive(nvmlDevice_t device, int* isActive);
+nvmlReturn_t nvmlDeviceGetDisplayMode(nvmlDevice_t device, int* display);
+nvmlReturn_t nvmlDeviceGetDriverModel(nvmlDevice_t device, int* current, int* pending);
+nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, unsigned int* arch);
+nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int* major, int* minor);
+nvmlReturn_t nvmlDeviceGetNumGpuCores(nvmlDevice_t device, unsigned int* numCores);
+
+nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set);
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set);
+nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device, unsigned long long* eventTypes);
+nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* data, unsigned int timeoutms);
+nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t* data, unsigned int timeoutms);
+nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set);
+
+nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSupport_t* gpmSupport);
+nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t* gpmSample);
+nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t gpmSample);
+nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t gpmSample);
+nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuInstanceId, nvmlGpmSample_t gpmSample);
+nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* metricsGet);
+
+// ---- gpuscope's simulator only (src/sim/). Not part of NVML; a real driver lacks them, so the
+// backend looks them up like any optional symbol.
+// Drives the simulator's virtual clock: from the first call on, simulated time stands still at
+// `unixNs` (nanoseconds since the Unix epoch) until the next call.
+nvmlReturn_t gpuscopeSimSetTime(unsigned long long unixNs);
+// The simulator's current time (virtual or real), ns since the Unix epoch.
+nvmlReturn_t gpuscopeSimGetTime(unsigned long long* unixNs);
+// The scenario's name for a simulated pid (its pids live in no PID namespace of this host).
+// NOT_FOUND for a pid the scenario does not have.
+nvmlReturn_t gpuscopeSimGetProcessName(unsigned int pid, char* name, unsigned int length);
+
+}  // extern "C"
+
+static_assert(sizeof(nvmlPciInfo_t) == 68);
+static_assert(sizeof(nvmlMemory_t) == 24);
+static_assert(sizeof(nvmlMemory_v2_t) == 40);
+static_assert(nvmlMemory_v2 == 0x02000028U);
+static_assert(sizeof(nvmlUtilization_t) == 8);
+static_assert(sizeof(nvmlBAR1Memory_t) == 24);
+static_assert(sizeof(nvmlProcessInfo_t) == 24);
+static_assert(sizeof(nvmlProcessInfo_v1_t) == 16);
+static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32);
+static_assert(sizeof(nvmlViolationTime_t) == 16);
+static_assert(sizeof(nvmlEventData_t) == 32);
+static_assert(sizeof(nvmlFieldValue_t) == 40);
+static_assert(sizeof(nvmlGpmSupport_t) == 8);
+static_assert(sizeof(nvmlGpmMetric_t) == 40);
+static_assert(offsetof(nvmlGpmMetricsGet_t, metrics) == 24);

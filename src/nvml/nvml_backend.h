@@ -1,0 +1,86 @@
+// NvmlBackend: finds and loads an NVML library (the driver's or gpuscope's simulator), discovers the GPUs
+// and reads every catalog field, the processes and the event counts of each GPU into one Snapshot.
+#pragma once
+
+#include <chrono>
+#include <expected>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/gpu_info.h"
+#include "model/snapshot.h"
+
+namespace gpuscope::nvml {
+
+struct BackendOptions {
+  // Search order: `library_path` (--nvml-lib), env GPUSCOPE_NVML_LIB, libnvidia-ml.so.1, libnvidia-ml.so.
+  std::string library_path;
+  // Load gpuscope's simulated NVML instead (see simulator_library_path()); `library_path` then
+  // overrides where the simulator library is.
+  bool simulate = false;
+  // Scenario file for the simulator; empty = the simulator's built-in default. Exported to the
+  // library as env GPUSCOPE_SIM_SCENARIO before it is loaded.
+  std::string scenario;
+  // Start the XID/ECC event thread (nvmlEventSet) so snapshots carry event counts.
+  bool watch_events = false;
+  // Resolve process pids to name, command line, user and container through this /proc.
+  std::string proc_root = "/proc";
+};
+
+enum class BackendErrorKind {
+  kLibraryNotFound,  // no library could be loaded (CLI exit code 3)
+  kSymbolMissing,    // the library lacks nvmlInit*: not an NVML library
+  kInitFailed,       // nvmlInit failed: driver not loaded, no permission, ...
+  kDiscoveryFailed,  // count or handles could not be read
+};
+
+struct BackendError {
+  BackendErrorKind kind;
+  int nvml_code = 0;    // NVML's return code where there is one
+  std::string message;  // one line, ready to print
+};
+
+class NvmlLibrary;   // dlopen'ed library + symbol table (nvml_library.h)
+class EventWatcher;  // XID/ECC event thread (event_watcher.h)
+
+class NvmlBackend {
+ public:
+  static std::expected<std::unique_ptr<NvmlBackend>, BackendError> open(const BackendOptions& options);
+  ~NvmlBackend();
+  NvmlBackend(const NvmlBackend&) = delete;
+  NvmlBackend& operator=(const NvmlBackend&) = delete;
+
+  const model::SystemInfo& system() const { return system_; }
+  // Every GPU found at start, in NVML index order; a lost GPU stays listed (its samples say down).
+  const std::vector<model::GpuInfo>& gpus() const { return gpus_; }
+
+  // Reads every field of every GPU, the processes and the event counts. Never throws; a failing
+  // call marks only its field. A GPU answering GPU_IS_LOST is marked down and retried next time.
+  model::Snapshot sample();
+
+  // The library's clock: the simulator's (virtual or real) when it has one, else the system clock.
+  std::chrono::system_clock::time_point now() const;
+
+  // Simulator only: freeze the simulated clock at `t`. False when the library is not the simulator.
+  bool set_sim_time(std::chrono::system_clock::time_point t);
+
+  const NvmlLibrary& library() const { return *library_; }
+
+ private:
+  NvmlBackend() = default;
+  struct GpuState;
+
+  std::unique_ptr<NvmlLibrary> library_;
+  model::SystemInfo system_;
+  std::vector<model::GpuInfo> gpus_;
+  std::vector<std::unique_ptr<GpuState>> state_;
+  std::unique_ptr<EventWatcher> events_;
+  std::string proc_root_;
+};
+
+// Where gpuscope's simulated libnvidia-ml.so.1 is: env GPUSCOPE_SIM_LIB, else next to the running
+// executable (build tree: <dir>/sim/, installed: <dir>/../lib/gpuscope/). Empty when not found.
+std::string simulator_library_path();
+
+}  // namespace gpuscope::nvml
