@@ -10,6 +10,7 @@
 
 #include "model/gpu_info.h"
 #include "model/snapshot.h"
+#include "nvml/nvml_abi.h"
 
 namespace gpuscope::nvml {
 
@@ -41,8 +42,9 @@ struct BackendError {
   std::string message;  // one line, ready to print
 };
 
-class NvmlLibrary;   // dlopen'ed library + symbol table (nvml_library.h)
-class EventWatcher;  // XID/ECC event thread (event_watcher.h)
+class NvmlLibrary;      // dlopen'ed library + symbol table (nvml_library.h)
+class EventWatcher;     // XID/ECC event thread (event_watcher.h)
+class ProcessResolver;  // pid → name, user, container (process_resolver.h)
 
 class NvmlBackend {
  public:
@@ -71,11 +73,33 @@ class NvmlBackend {
   NvmlBackend() = default;
   struct GpuState;
 
+  std::expected<void, BackendError> discover();
+  void read_static(GpuState& s, model::GpuInfo& info);
+  model::GpuSample sample_gpu(std::size_t i);
+  bool try_recover(GpuState& s, model::GpuInfo& info);
+  // `mark` sees every return code, so GPU_IS_LOST anywhere ends the GPU's reading.
+  template <class Mark>
+  void read_utilization(model::GpuSample& g, nvmlDevice_t d, Mark&& mark);
+  template <class Mark>
+  void read_memory(model::GpuSample& g, nvmlDevice_t d, Mark&& mark);
+  template <class Mark>
+  void read_health(model::GpuSample& g, nvmlDevice_t d, Mark&& mark);
+  template <class Mark>
+  void read_violations(model::GpuSample& g, nvmlDevice_t d, Mark&& mark);
+  template <class Mark>
+  void read_field_values(model::GpuSample& g, nvmlDevice_t d, Mark&& mark);
+  template <class Mark>
+  void read_gpm(model::GpuSample& g, GpuState& s, const model::GpuInfo& info, Mark&& mark);
+  template <class Mark>
+  void read_processes(model::GpuSample& g, GpuState& s, Mark&& mark);
+
+  // Declared first so it outlives everything that calls into it.
   std::unique_ptr<NvmlLibrary> library_;
   model::SystemInfo system_;
   std::vector<model::GpuInfo> gpus_;
   std::vector<std::unique_ptr<GpuState>> state_;
   std::unique_ptr<EventWatcher> events_;
+  std::unique_ptr<ProcessResolver> proc_resolver_;
   std::string proc_root_;
 };
 

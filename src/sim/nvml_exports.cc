@@ -1,1 +1,234 @@
+// NVML's lifecycle, system and device-discovery functions, and the simulator's own gpuscopeSim*
+// extensions. Device queries live in device_exports.cc, processes, events and GPM beside it.
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <string>
+
 #include "nvml/nvml_abi.h"
+#include "sim/library_state.h"
+#include "sim/return_codes.h"
+
+using namespace gpuscope::sim;
+
+namespace {
+
+nvmlReturn_t init_library(std::string_view function) noexcept {
+  try {
+    LibraryState& lib = library();
+    std::unique_lock lock(lib.mutex);
+    if (lib.sim) {
+      ++lib.refcount;
+      return NVML_SUCCESS;
+    }
+    auto created = Simulator::create();
+    if (!created) {
+      const Simulator::InitFailure& failure = created.error();
+      if (!failure.message.empty()) {
+        // One line a person can act on; the client's own error path only sees the code.
+        std::fprintf(stderr, "gpuscope-sim: %s\n", failure.message.c_str());
+        lib.texts.push_back("Unknown Error: " + failure.message);
+        lib.unknown_error_text = lib.texts.back().c_str();
+      }
+      return failure.code;
+    }
+    std::unique_ptr<Simulator>& sim = *created;
+    const FaultDecision fault = sim->faults().decide(function, std::nullopt, sim->now());
+    if (fault.error != 0) return static_cast<nvmlReturn_t>(fault.error);
+    lib.sim = std::move(sim);
+    lib.refcount = 1;
+    ++lib.generation;
+    lib.unknown_error_text = "Unknown Error";
+    return NVML_SUCCESS;
+  } catch (...) {
+    return NVML_ERROR_UNKNOWN;
+  }
+}
+
+// Handle lookups answer for the GPU they resolve to, so a lost GPU cannot be looked up either.
+template <class Match>
+nvmlReturn_t handle_call(std::string_view function, nvmlDevice_t* device, Match&& match) noexcept {
+  try {
+    LibraryState& lib = library();
+    std::unique_lock lock(lib.mutex);
+    Simulator* sim = lib.sim.get();
+    if (sim == nullptr) return NVML_ERROR_UNINITIALIZED;
+    if (device == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    double t = sim->now();
+    const std::expected<unsigned, nvmlReturn_t> index = match(*sim);
+    if (!index) {
+      if (const nvmlReturn_t r = apply_faults(lock, function, std::nullopt, sim, t); r != NVML_SUCCESS) return r;
+      return index.error();
+    }
+    if (const nvmlReturn_t r = apply_faults(lock, function, *index, sim, t); r != NVML_SUCCESS) return r;
+    *device = Simulator::handle(sim->device(*index));
+    return NVML_SUCCESS;
+  } catch (...) {
+    return NVML_ERROR_UNKNOWN;
+  }
+}
+
+bool same_bus_id(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+nvmlReturn_t get_count(std::string_view function, unsigned int* count) {
+  return node_call(function, [&](Simulator& sim, double) {
+    if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    *count = sim.device_count();
+    return NVML_SUCCESS;
+  });
+}
+
+nvmlReturn_t get_handle_by_index(std::string_view function, unsigned int index, nvmlDevice_t* device) {
+  return handle_call(function, device, [&](Simulator& sim) -> std::expected<unsigned, nvmlReturn_t> {
+    if (index >= sim.device_count()) return std::unexpected(NVML_ERROR_INVALID_ARGUMENT);
+    return index;
+  });
+}
+
+nvmlReturn_t cuda_driver_version(std::string_view function, int* version) {
+  return node_call(function, [&](Simulator& sim, double) {
+    if (version == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    *version = sim.scenario().node.cuda_driver_version;
+    return NVML_SUCCESS;
+  });
+}
+
+}  // namespace
+
+GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlInit_v2(void) { return init_library("nvmlInit_v2"); }
+GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlInit(void) { return init_library("nvmlInit"); }
+// Flag NVML_INIT_FLAG_NO_GPUS changes nothing: a scenario always has GPUs.
+GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlInitWithFlags(unsigned int) { return init_library("nvmlInitWithFlags"); }
+
+GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlShutdown(void) {
+  try {
+    LibraryState& lib = library();
+    std::unique_lock lock(lib.mutex);
+    if (!lib.sim) return NVML_ERROR_UNINITIALIZED;
+    if (--lib.refcount > 0) return NVML_SUCCESS;
+    // Waiters in nvmlEventSetWait hold pointers into the state: let them leave first.
+    ++lib.generation;
+    lib.changed.notify_all();
+    lib.changed.wait(lock, [&] { return lib.waiters == 0; });
+    lib.sim.reset();
+    return NVML_SUCCESS;
+  } catch (...) {
+    return NVML_ERROR_UNKNOWN;
+  }
+}
+
+GPUSCOPE_SIM_EXPORT const char* nvmlErrorString(nvmlReturn_t result) {
+  if (result == NVML_ERROR_UNKNOWN) {
+    LibraryState& lib = library();
+    const std::lock_guard lock(lib.mutex);
+    return lib.unknown_error_text;
+  }
+  return nvml_error_text(result);
+}
+
+GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length) {
+  return node_call("nvmlSystemGetDriverVersion", [&](Simulator& sim, double) {
+    return copy_string(sim.scenario().node.driver_version, version, length);
+  });
+}
+
+GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char* version, unsigned int length) {
+  return node_call("nvmlSystemGetNVMLVersion", [&](Simulator& sim, double) {
+    // NVML versions itself as <CUDA major>.<driver version>, e.g. 12.550.54.15.
+    const NodeSpec& node = sim.scenario().node;
+    return copy_string(std::to_string(node.cuda_driver_version / 1000) + "." + node.driver_version, version, length);
+  });
+}
+
+GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int* version) {
+  return cuda_driver_version("nvmlSystemGetCudaDriverVersion", version);
+}
+
+#if !GPUSCOPE_SIM_LEGACY
+GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* version) {
+  return cuda_driver_version("nvmlSystemGetCudaDriverVersion_v2", version);
+}
+#endif
+
+GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
+  return get_count("nvmlDeviceGetCount_v2", count);
+}
+GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned int* count) {
+  return get_count("nvmlDeviceGetCount", count);
+}
+
+GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device) {
+  return get_handle_by_index("nvmlDeviceGetHandleByIndex_v2", index, device);
+}
+GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t* device) {
+  return get_handle_by_index("nvmlDeviceGetHandleByIndex", index, device);
+}
+
+GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* device) {
+  return handle_call("nvmlDeviceGetHandleByUUID", device, [&](Simulator& sim) -> std::expected<unsigned, nvmlReturn_t> {
+    if (uuid == nullptr) return std::unexpected(NVML_ERROR_INVALID_ARGUMENT);
+    for (unsigned i = 0; i < sim.device_count(); ++i) {
+      if (sim.device(i).identity.uuid == uuid) return i;
+    }
+    return std::unexpected(NVML_ERROR_NOT_FOUND);
+  });
+}
+
+GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char* pciBusId, nvmlDevice_t* device) {
+  return handle_call("nvmlDeviceGetHandleByPciBusId_v2", device,
+                     [&](Simulator& sim) -> std::expected<unsigned, nvmlReturn_t> {
+                       if (pciBusId == nullptr) return std::unexpected(NVML_ERROR_INVALID_ARGUMENT);
+                       for (unsigned i = 0; i < sim.device_count(); ++i) {
+                         const GpuIdentity& id = sim.device(i).identity;
+                         if (same_bus_id(id.bus_id, pciBusId) || same_bus_id(id.bus_id_legacy, pciBusId)) return i;
+                       }
+                       return std::unexpected(NVML_ERROR_NOT_FOUND);
+                     });
+}
+
+// ---- gpuscope's simulator only.
+
+GPUSCOPE_SIM_EXPORT nvmlReturn_t gpuscopeSimSetTime(unsigned long long unixNs) {
+  try {
+    LibraryState& lib = library();
+    const std::lock_guard lock(lib.mutex);
+    if (!lib.sim) return NVML_ERROR_UNINITIALIZED;
+    if (unixNs > static_cast<unsigned long long>(INT64_MAX)) return NVML_ERROR_INVALID_ARGUMENT;
+    lib.sim->clock().freeze_at(static_cast<std::int64_t>(unixNs), lib.sim->virtual_epoch_ns());
+    lib.changed.notify_all();
+    return NVML_SUCCESS;
+  } catch (...) {
+    return NVML_ERROR_UNKNOWN;
+  }
+}
+
+GPUSCOPE_SIM_EXPORT nvmlReturn_t gpuscopeSimGetTime(unsigned long long* unixNs) {
+  try {
+    LibraryState& lib = library();
+    const std::lock_guard lock(lib.mutex);
+    if (!lib.sim) return NVML_ERROR_UNINITIALIZED;
+    if (unixNs == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    *unixNs = static_cast<unsigned long long>(std::max<std::int64_t>(0, lib.sim->clock().wall_ns()));
+    return NVML_SUCCESS;
+  } catch (...) {
+    return NVML_ERROR_UNKNOWN;
+  }
+}
+
+GPUSCOPE_SIM_EXPORT nvmlReturn_t gpuscopeSimGetProcessName(unsigned int pid, char* name, unsigned int length) {
+  return node_call("gpuscopeSimGetProcessName", [&](Simulator& sim, double t) {
+    if (name == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    const auto found = sim.process_name(pid, t);
+    if (!found) return NVML_ERROR_NOT_FOUND;
+    return copy_string(*found, name, length);
+  });
+}
+
+GPUSCOPE_SIM_EXPORT nvmlReturn_t gpuscopeSimGetHostname(char* name, unsigned int length) {
+  return node_call("gpuscopeSimGetHostname",
+                   [&](Simulator& sim, double) { return copy_string(sim.scenario().node.hostname, name, length); });
+}

@@ -1,0 +1,89 @@
+#include "cli/invocation.h"
+
+#include <algorithm>
+#include <charconv>
+#include <ostream>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace gpuscope::cli {
+namespace {
+
+constexpr std::string_view kGlobalFooter =
+    "Global options (before or after the command):\n"
+    "  --simulate[=SCENARIO]  use gpuscope's simulated NVML (optionally with a scenario file)\n"
+    "  --nvml-lib PATH        load this NVML library instead of the driver's libnvidia-ml.so.1\n"
+    "\n"
+    "Exit codes: 0 ok, 1 runtime failure (NVML init failed), 2 usage error, 3 no NVML library found.";
+
+// CLI11's messages can span lines; usage errors are one line so scripts can grep them.
+std::string one_line(std::string_view text) {
+  std::string s(text);
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+int finish(const ParseExit& exit, const Invocation& inv) {
+  if (exit.code == kExitOk) {
+    inv.out << exit.text;
+    inv.out.flush();
+  } else {
+    usage_error(inv.err, exit.text);
+  }
+  return exit.code;
+}
+
+int usage_error(std::ostream& err, std::string_view message) {
+  err << "gpuscope: " << one_line(message) << '\n';
+  err.flush();
+  return kExitUsage;
+}
+
+std::expected<void, ParseExit> parse_arguments(CLI::App& app, std::span<const std::string> args) {
+  // CLI11 consumes its argument vector from the back.
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return std::unexpected(ParseExit{kExitOk, app.help()});
+    return std::unexpected(usage(fmt::format("{} (see '{} --help')", one_line(e.what()), app.get_name())));
+  }
+  return {};
+}
+
+std::unique_ptr<CLI::App> make_verb_app(std::string_view verb, std::string_view description, std::string_view example) {
+  auto app = std::make_unique<CLI::App>(fmt::format("{}\n", description), fmt::format("gpuscope {}", verb));
+  app->footer(fmt::format("Example:\n{}\n\n{}\n", example, kGlobalFooter));
+  return app;
+}
+
+std::expected<std::unique_ptr<nvml::NvmlBackend>, int> open_backend(const Invocation& inv) {
+  nvml::BackendOptions options;
+  options.simulate = inv.global.simulate;
+  options.scenario = inv.global.scenario;
+  options.library_path = inv.global.nvml_lib;
+  auto backend = nvml::NvmlBackend::open(options);
+  if (backend) return std::move(*backend);
+  inv.err << "gpuscope: " << one_line(backend.error().message) << '\n';
+  inv.err.flush();
+  return std::unexpected(backend.error().kind == nvml::BackendErrorKind::kLibraryNotFound ? kExitNoLibrary
+                                                                                          : kExitRuntime);
+}
+
+bool is_one_of(std::string_view value, std::initializer_list<std::string_view> allowed) {
+  return std::find(allowed.begin(), allowed.end(), value) != allowed.end();
+}
+
+std::optional<long long> positive_integer(std::string_view text) {
+  long long v = 0;
+  const auto* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc{} || ptr != end || v <= 0) return std::nullopt;
+  return v;
+}
+
+}  // namespace gpuscope::cli

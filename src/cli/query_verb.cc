@@ -1,0 +1,213 @@
+#include "cli/query_verb.h"
+
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include "cli/gpu_selector.h"
+#include "cli/stop_signal.h"
+#include "export/gpu_query_json.h"
+#include "export/machine_value.h"
+#include "export/nvml_error_text.h"
+
+namespace gpuscope::cli {
+namespace {
+
+constexpr std::string_view kExample =
+    "  gpuscope query --query-gpu=index,name,temperature.gpu,utilization.gpu,memory.used --format=csv\n"
+    "  gpuscope query --query-gpu=timestamp,index,power.draw --format=csv,noheader,nounits -l 5 >> power.csv\n"
+    "  gpuscope query --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=json";
+
+std::string wrapped_names(const std::vector<std::string>& names) {
+  std::string out = "  ";
+  std::size_t width = 2;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    std::string item = names[i] + (i + 1 < names.size() ? "," : "");
+    if (width + item.size() + 1 > 100) {
+      out += "\n  ";
+      width = 2;
+    } else if (i > 0) {
+      out += ' ';
+      ++width;
+    }
+    out += item;
+    width += item.size();
+  }
+  return out;
+}
+
+// nvidia-smi spells it -lms, a multi-letter short option CLI11 cannot declare.
+std::vector<std::string> with_long_loop_ms(std::span<const std::string> args) {
+  std::vector<std::string> out;
+  for (const auto& a : args) {
+    if (a == "-lms") {
+      out.emplace_back("--loop-ms");
+    } else if (a.starts_with("-lms=")) {
+      out.push_back("--loop-ms=" + a.substr(5));
+    } else {
+      out.push_back(a);
+    }
+  }
+  return out;
+}
+
+std::expected<void, ParseExit> parse_format(std::string_view text, QueryOptions& options) {
+  bool csv = false;
+  bool json = false;
+  for (std::string_view part : exporter::split_name_list(text)) {
+    if (part == "csv") {
+      csv = true;
+    } else if (part == "json") {
+      json = true;
+    } else if (part == "noheader") {
+      options.csv.header = false;
+    } else if (part == "nounits") {
+      options.csv.units = false;
+    } else {
+      return std::unexpected(
+          usage(fmt::format("unknown format '{}' in --format (csv[,noheader][,nounits] or json)", part)));
+    }
+  }
+  if (csv == json) return std::unexpected(usage(fmt::format("--format '{}' must name one of csv or json", text)));
+  if (json && (!options.csv.header || !options.csv.units)) {
+    return std::unexpected(usage("noheader and nounits apply to --format=csv only"));
+  }
+  options.json = json;
+  return {};
+}
+
+}  // namespace
+
+std::expected<QueryOptions, ParseExit> parse_query_args(std::span<const std::string> raw_args) {
+  auto app = make_verb_app(
+      "query",
+      "Read the GPUs once (or every -l seconds) and print the named fields, with nvidia-smi's names and CSV.\n"
+      "Unsupported fields print [N/A] in CSV and are absent from JSON; failed reads print NVML's error, "
+      "e.g. [Unknown Error].",
+      kExample);
+  std::string gpu_names, app_names, format = "csv", loop_s, loop_ms, ids;
+  app->add_option("--query-gpu", gpu_names, "comma-separated GPU fields (names below)")->type_name("NAMES");
+  app->add_option("--query-compute-apps", app_names,
+                  "comma-separated process fields: pid, process_name, used_memory (used_gpu_memory), gpu_uuid, "
+                  "gpu_bus_id, gpu_name, gpu_serial")
+      ->type_name("NAMES");
+  app->add_option("--format", format, "csv[,noheader][,nounits] (default csv) or json (one object per reading)")
+      ->type_name("FORMAT");
+  app->add_option("-l,--loop", loop_s, "repeat every SECONDS until Ctrl-C/SIGTERM, flushing after each reading")
+      ->type_name("SECONDS");
+  app->add_option("--loop-ms", loop_ms, "(also -lms) repeat every MILLISECONDS")->type_name("MS");
+  app->add_option("-i,--id", ids, "only these GPUs: indices, UUIDs or PCI bus ids, comma-separated")
+      ->type_name("IDS");
+  app->footer(fmt::format("Fields for --query-gpu:\n{}\n\n{}", wrapped_names(exporter::gpu_query_names()),
+                          app->get_footer()));
+
+  const auto args = with_long_loop_ms(raw_args);
+  if (auto parsed = parse_arguments(*app, args); !parsed) return std::unexpected(parsed.error());
+
+  QueryOptions options;
+  const bool has_gpu = app->count("--query-gpu") > 0;
+  const bool has_apps = app->count("--query-compute-apps") > 0;
+  if (has_gpu == has_apps) {
+    return std::unexpected(usage(has_gpu ? "--query-gpu and --query-compute-apps cannot be combined"
+                                         : "query needs --query-gpu=NAMES or --query-compute-apps=NAMES"));
+  }
+  if (has_gpu) {
+    auto columns = exporter::parse_gpu_query(gpu_names);
+    if (!columns) {
+      return std::unexpected(usage(columns.error().name.empty()
+                                       ? std::string("empty field name in --query-gpu")
+                                       : fmt::format("unknown field '{}' in --query-gpu", columns.error().name)));
+    }
+    options.gpu_columns = std::move(*columns);
+  } else {
+    auto columns = exporter::parse_compute_apps_query(app_names);
+    if (!columns) {
+      return std::unexpected(
+          usage(columns.error().name.empty()
+                    ? std::string("empty field name in --query-compute-apps")
+                    : fmt::format("unknown field '{}' in --query-compute-apps", columns.error().name)));
+    }
+    options.app_columns = std::move(*columns);
+    options.apps = true;
+  }
+  if (auto f = parse_format(format, options); !f) return std::unexpected(f.error());
+
+  const bool has_l = app->count("-l") > 0;
+  const bool has_lms = app->count("--loop-ms") > 0;
+  if (has_l && has_lms) return std::unexpected(usage("-l and -lms cannot be combined"));
+  if (has_l) {
+    auto s = positive_integer(loop_s);
+    if (!s || *s > 86400 * 365) {
+      return std::unexpected(usage(fmt::format("invalid value '{}' for -l (a whole number of seconds > 0)", loop_s)));
+    }
+    options.loop = std::chrono::seconds(*s);
+  }
+  if (has_lms) {
+    auto ms = positive_integer(loop_ms);
+    if (!ms || *ms > 86400LL * 365 * 1000) {
+      return std::unexpected(
+          usage(fmt::format("invalid value '{}' for -lms (a whole number of milliseconds > 0)", loop_ms)));
+    }
+    options.loop = std::chrono::milliseconds(*ms);
+  }
+  if (app->count("-i") > 0) {
+    if (auto split = split_gpu_ids(ids); !split) return std::unexpected(usage(split.error()));
+    options.ids = ids;
+  }
+  return options;
+}
+
+int run_query(std::span<const std::string> args, const Invocation& inv) {
+  auto options = parse_query_args(args);
+  if (!options) return finish(options.error(), inv);
+  auto opened = open_backend(inv);
+  if (!opened) return opened.error();
+  auto& backend = **opened;
+  const auto& gpus = backend.gpus();
+  auto selected = select_gpus(options->ids, gpus);
+  if (!selected) return usage_error(inv.err, fmt::format("unknown GPU '{}' in -i", selected.error()));
+
+  if (options->loop && inv.handle_signals) install_stop_handlers();
+  if (!options->json && options->csv.header) {
+    // Once, not per reading: a log appended to with -l stays one table.
+    inv.out << (options->apps ? exporter::compute_apps_csv_header(options->app_columns)
+                              : exporter::gpu_query_csv_header(options->gpu_columns));
+  }
+  std::vector<bool> process_error_reported(gpus.size(), false);
+  auto next = std::chrono::steady_clock::now();
+  while (true) {
+    const model::Snapshot snapshot = backend.sample();
+    const auto views = views_of(gpus, snapshot, *selected);
+    const exporter::QueryContext context{backend.system(), snapshot.time, gpus.size()};
+    if (options->apps) {
+      // An empty CSV must not pass for "no processes" when the list could not be read (JSON says so
+      // itself); said once per GPU so a -l log is not flooded.
+      for (std::size_t k = 0; k < views.size() && !options->json; ++k) {
+        const auto& sample = views[k].sample;
+        if (sample.processes_error_code && !process_error_reported[(*selected)[k]]) {
+          process_error_reported[(*selected)[k]] = true;
+          inv.err << fmt::format("gpuscope: cannot list the processes of GPU {}: {}\n", views[k].info.index,
+                                 exporter::nvml_error_text(*sample.processes_error_code));
+        }
+      }
+      if (options->json) {
+        inv.out << exporter::json_line(exporter::compute_apps_json(options->app_columns, context, views)) << '\n';
+      } else {
+        inv.out << exporter::compute_apps_csv_rows(options->app_columns, views, options->csv);
+      }
+    } else if (options->json) {
+      inv.out << exporter::json_line(exporter::gpu_query_json(options->gpu_columns, context, views)) << '\n';
+    } else {
+      inv.out << exporter::gpu_query_csv_rows(options->gpu_columns, context, views, options->csv);
+    }
+    inv.out.flush();
+    if (!inv.out) return kExitRuntime;
+    if (!options->loop) break;
+    // Paced from the start of each reading; after a reading slower than the interval the next starts at once.
+    next = std::max(next + *options->loop, std::chrono::steady_clock::now());
+    if (!sleep_until_or_stopped(next, inv.stop)) break;
+  }
+  return kExitOk;
+}
+
+}  // namespace gpuscope::cli

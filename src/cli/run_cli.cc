@@ -1,0 +1,134 @@
+#include "cli/run_cli.h"
+
+#include <exception>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli/dmon_verb.h"
+#include "cli/info_verb.h"
+#include "cli/invocation.h"
+#include "cli/list_verb.h"
+#include "cli/query_verb.h"
+#include "cli/stop_signal.h"
+
+namespace gpuscope::cli {
+namespace {
+
+constexpr std::string_view kVersion = "gpuscope " GPUSCOPE_VERSION;
+
+constexpr std::string_view kUsage =
+    "Usage: gpuscope [global options] <command> [options]\n"
+    "\n"
+    "Tells what NVIDIA GPUs are doing, through NVML (the driver's library, or gpuscope's simulator).\n"
+    "\n"
+    "Commands:\n"
+    "  list    one line per GPU, like nvidia-smi -L\n"
+    "  info    driver, NVML library loaded, each GPU's identity, memory, clocks and limits\n"
+    "  query   nvidia-smi --query-gpu / --query-compute-apps: same names and CSV, or numeric JSON\n"
+    "  dmon    nvidia-smi dmon: one row per GPU per interval, or NDJSON\n"
+    "\n"
+    "Global options (before or after the command):\n"
+    "  --simulate[=SCENARIO]  use gpuscope's simulated NVML library, optionally with a scenario file\n"
+    "  --nvml-lib PATH        load this NVML library instead of the driver's libnvidia-ml.so.1\n"
+    "  -h, --help             this help; 'gpuscope <command> --help' shows a command's options\n"
+    "  --version              print the version\n"
+    "\n"
+    "Exit codes:\n"
+    "  0  success (also when a loop is ended by Ctrl-C or SIGTERM)\n"
+    "  1  runtime failure: NVML could not be initialized or the GPUs not discovered (NVML's error is printed)\n"
+    "  2  usage error: unknown command, flag or value, unknown field name or GPU id (one line on stderr)\n"
+    "  3  no NVML library found: install the NVIDIA driver, name the library with --nvml-lib, or use --simulate\n"
+    "\n"
+    "Example:\n"
+    "  gpuscope --simulate query --query-gpu=index,name,utilization.gpu,memory.used --format=csv -l 1\n";
+
+}  // namespace
+
+std::expected<CommandLine, std::string> parse_command_line(std::span<const char* const> argv) {
+  CommandLine cl;
+  for (std::size_t i = 1; i < argv.size(); ++i) {
+    const std::string_view a = argv[i] != nullptr ? argv[i] : "";
+    if (a == "--simulate") {
+      cl.global.simulate = true;
+    } else if (a.starts_with("--simulate=")) {
+      cl.global.simulate = true;
+      cl.global.scenario = std::string(a.substr(11));
+      if (cl.global.scenario.empty()) return std::unexpected("--simulate= needs a scenario file after '='");
+    } else if (a == "--nvml-lib") {
+      if (i + 1 >= argv.size() || argv[i + 1] == nullptr || *argv[i + 1] == '\0') {
+        return std::unexpected("--nvml-lib needs a library path");
+      }
+      cl.global.nvml_lib = argv[++i];
+    } else if (a.starts_with("--nvml-lib=")) {
+      cl.global.nvml_lib = std::string(a.substr(11));
+      if (cl.global.nvml_lib.empty()) return std::unexpected("--nvml-lib needs a library path");
+    } else if (a == "--version") {
+      cl.version = true;
+    } else if (cl.verb.empty()) {
+      if (a == "-h" || a == "--help" || a == "help") {
+        cl.help = true;
+      } else if (a.starts_with("-")) {
+        return std::unexpected(fmt::format("unknown option '{}' (see 'gpuscope --help')", a));
+      } else {
+        cl.verb = std::string(a);
+      }
+    } else {
+      cl.verb_args.emplace_back(a);
+    }
+  }
+  return cl;
+}
+
+namespace {
+
+int dispatch(std::span<const char* const> argv, Invocation& inv) {
+  auto cl = parse_command_line(argv);
+  if (!cl) return usage_error(inv.err, cl.error());
+  if (cl->version) {
+    inv.out << kVersion << '\n';
+    return kExitOk;
+  }
+  if (cl->help) {
+    inv.out << kUsage;
+    return kExitOk;
+  }
+  inv.global = cl->global;
+  const auto& args = cl->verb_args;
+  if (cl->verb == "list") return run_list(args, inv);
+  if (cl->verb == "info") return run_info(args, inv);
+  if (cl->verb == "query") return run_query(args, inv);
+  if (cl->verb == "dmon") return run_dmon(args, inv);
+  if (cl->verb.empty()) return usage_error(inv.err, "no command given (list, info, query, dmon; see 'gpuscope --help')");
+  return usage_error(inv.err,
+                     fmt::format("unknown command '{}' (list, info, query, dmon; see 'gpuscope --help')", cl->verb));
+}
+
+int run(std::span<const char* const> argv, std::ostream& out, std::ostream& err, const std::atomic<bool>& stop,
+        bool handle_signals) {
+  try {
+    Invocation inv{GlobalOptions{}, out, err, stop, handle_signals};
+    const int code = dispatch(argv, inv);
+    out.flush();
+    return code;
+  } catch (const std::exception& e) {
+    err << "gpuscope: internal error: " << e.what() << '\n';
+  } catch (...) {
+    err << "gpuscope: internal error\n";
+  }
+  return kExitRuntime;
+}
+
+}  // namespace
+
+int run_cli(std::span<const char* const> argv, std::ostream& out, std::ostream& err) {
+  return run(argv, out, err, process_stop_flag(), true);
+}
+
+int run_cli(std::span<const char* const> argv, std::ostream& out, std::ostream& err, const std::atomic<bool>& stop) {
+  return run(argv, out, err, stop, false);
+}
+
+}  // namespace gpuscope::cli

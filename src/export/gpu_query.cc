@@ -1,0 +1,133 @@
+#include "export/gpu_query.h"
+
+#include <array>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "export/timestamp_text.h"
+
+namespace gpuscope::exporter {
+namespace {
+
+using model::FieldCatalog;
+
+struct IdentityName {
+  std::string_view name;
+  IdentityColumn column;
+};
+
+constexpr std::array<IdentityName, 11> kIdentityNames{{
+    {"index", IdentityColumn::kIndex},
+    {"name", IdentityColumn::kName},
+    {"uuid", IdentityColumn::kUuid},
+    {"serial", IdentityColumn::kSerial},
+    {"pci.bus_id", IdentityColumn::kPciBusId},
+    {"driver_version", IdentityColumn::kDriverVersion},
+    {"timestamp", IdentityColumn::kTimestamp},
+    {"count", IdentityColumn::kCount},
+    {"minor_number", IdentityColumn::kMinorNumber},
+    {"vbios_version", IdentityColumn::kVbiosVersion},
+    {"compute_cap", IdentityColumn::kComputeCap},
+}};
+
+// nvidia-smi accepts several spellings of one column; scripts in the wild use all of them.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 11> kAliases{{
+    {"gpu_name", "name"},
+    {"gpu_uuid", "uuid"},
+    {"gpu_serial", "serial"},
+    {"gpu_bus_id", "pci.bus_id"},
+    {"clocks.current.sm", "clocks.sm"},
+    {"clocks.current.memory", "clocks.mem"},
+    {"clocks.current.graphics", "clocks.gr"},
+    {"clocks.current.video", "clocks.video"},
+    {"clocks.max.memory", "clocks.max.mem"},
+    {"clocks.max.graphics", "clocks.max.gr"},
+    {"clocks_throttle_reasons.active", "clocks_event_reasons.active"},
+}};
+
+std::string_view canonical(std::string_view name) {
+  for (const auto& [alias, real] : kAliases) {
+    if (alias == name) return real;
+  }
+  return name;
+}
+
+bool is_blank(char c) { return c == ' ' || c == '\t'; }
+
+}  // namespace
+
+std::vector<std::string_view> split_name_list(std::string_view list) {
+  std::vector<std::string_view> parts;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = list.find(',', start);
+    std::string_view part = list.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    while (!part.empty() && is_blank(part.front())) part.remove_prefix(1);
+    while (!part.empty() && is_blank(part.back())) part.remove_suffix(1);
+    parts.push_back(part);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return parts;
+}
+
+std::expected<std::vector<GpuColumn>, UnknownQueryName> parse_gpu_query(std::string_view names) {
+  std::vector<GpuColumn> columns;
+  for (std::string_view asked : split_name_list(names)) {
+    if (asked.empty()) return std::unexpected(UnknownQueryName{});
+    const std::string_view name = canonical(asked);
+    bool found = false;
+    for (const auto& id : kIdentityNames) {
+      if (id.name == name) {
+        columns.push_back({std::string(name), id.column});
+        found = true;
+        break;
+      }
+    }
+    if (found) continue;
+    if (auto field = FieldCatalog::by_smi_name(name)) {
+      columns.push_back({std::string(name), *field});
+      continue;
+    }
+    return std::unexpected(UnknownQueryName{std::string(asked)});
+  }
+  return columns;
+}
+
+std::optional<std::string> identity_text(IdentityColumn column, const QueryContext& context, const GpuView& gpu) {
+  const auto& info = gpu.info;
+  auto non_empty = [](const std::string& s) -> std::optional<std::string> {
+    if (s.empty()) return std::nullopt;
+    return s;
+  };
+  switch (column) {
+    case IdentityColumn::kIndex: return fmt::format("{}", info.index);
+    case IdentityColumn::kName: return non_empty(info.name);
+    case IdentityColumn::kUuid: return non_empty(info.uuid);
+    case IdentityColumn::kSerial: return info.serial ? non_empty(*info.serial) : std::nullopt;
+    case IdentityColumn::kPciBusId: return non_empty(info.pci_bus_id);
+    case IdentityColumn::kDriverVersion: return non_empty(context.system.driver_version);
+    case IdentityColumn::kTimestamp: return smi_timestamp(context.time);
+    case IdentityColumn::kCount: return fmt::format("{}", context.gpu_count);
+    case IdentityColumn::kMinorNumber:
+      if (!info.minor_number) return std::nullopt;
+      return fmt::format("{}", *info.minor_number);
+    case IdentityColumn::kVbiosVersion: return info.vbios_version ? non_empty(*info.vbios_version) : std::nullopt;
+    case IdentityColumn::kComputeCap:
+      if (!info.cuda_cc_major || !info.cuda_cc_minor) return std::nullopt;
+      return fmt::format("{}.{}", *info.cuda_cc_major, *info.cuda_cc_minor);
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> gpu_query_names() {
+  std::vector<std::string> names;
+  for (const auto& id : kIdentityNames) names.emplace_back(id.name);
+  for (const auto& def : FieldCatalog::all()) {
+    if (!def.smi_name.empty()) names.emplace_back(def.smi_name);
+  }
+  return names;
+}
+
+}  // namespace gpuscope::exporter

@@ -1,0 +1,58 @@
+// The columns of `gpuscope query --query-gpu=...`: nvidia-smi's names, resolved once to either a
+// GPU identity column (index, name, uuid, ...) or a field of the catalog, so rendering never re-parses.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "export/gpu_view.h"
+#include "model/field_catalog.h"
+
+namespace gpuscope::exporter {
+
+// Columns that come from GpuInfo, SystemInfo or the Snapshot's time rather than from a field reading.
+enum class IdentityColumn : std::uint8_t {
+  kIndex,
+  kName,
+  kUuid,
+  kSerial,
+  kPciBusId,
+  kDriverVersion,
+  kTimestamp,
+  kCount,
+  kMinorNumber,
+  kVbiosVersion,
+  kComputeCap,
+};
+
+struct GpuColumn {
+  std::string name;  // nvidia-smi's canonical name, printed in the header whatever alias was asked for
+  std::variant<IdentityColumn, model::FieldId> source;
+};
+
+// The name a query list could not resolve; empty when the list had an empty entry ("index,,name").
+struct UnknownQueryName {
+  std::string name;
+};
+
+// Splits a comma-separated list ("index, name,memory.used"), trimming blanks around each name.
+// Accepts nvidia-smi's aliases (gpu_name, gpu_uuid, gpu_bus_id, clocks.current.sm, ...).
+std::expected<std::vector<GpuColumn>, UnknownQueryName> parse_gpu_query(std::string_view names);
+
+// Every name parse_gpu_query accepts as canonical, for --help.
+std::vector<std::string> gpu_query_names();
+
+// An identity column's value as text ("0", "NVIDIA H100 80GB HBM3", "9.0"); nullopt when the driver
+// did not report it.
+std::optional<std::string> identity_text(IdentityColumn column, const QueryContext& context, const GpuView& gpu);
+
+// Splits "a, b,c" on commas and trims each part; shared by the query lists.
+std::vector<std::string_view> split_name_list(std::string_view list);
+
+}  // namespace gpuscope::exporter

@@ -1,0 +1,42 @@
+#include "export/gpu_query_csv.h"
+
+#include <fmt/format.h>
+
+#include "export/smi_value_text.h"
+
+namespace gpuscope::exporter {
+
+std::string gpu_query_csv_header(std::span<const GpuColumn> columns) {
+  std::string line;
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    if (i > 0) line += ", ";
+    line += columns[i].name;
+    if (const auto* field = std::get_if<model::FieldId>(&columns[i].source)) {
+      const auto& def = model::FieldCatalog::get(*field);
+      if (!def.smi_unit.empty()) line += fmt::format(" [{}]", def.smi_unit);
+    }
+  }
+  line += '\n';
+  return line;
+}
+
+std::string gpu_query_csv_rows(std::span<const GpuColumn> columns, const QueryContext& context,
+                               std::span<const GpuView> gpus, CsvStyle style) {
+  std::string out;
+  for (const auto& gpu : gpus) {
+    for (std::size_t i = 0; i < columns.size(); ++i) {
+      if (i > 0) out += ", ";
+      if (const auto* identity = std::get_if<IdentityColumn>(&columns[i].source)) {
+        out += identity_text(*identity, context, gpu).value_or(kNotAvailable);
+        continue;
+      }
+      const auto field = std::get<model::FieldId>(columns[i].source);
+      out += gpu.sample.up ? smi_value_text(model::FieldCatalog::get(field), gpu.sample[field], style.units)
+                           : down_text(gpu.sample);
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace gpuscope::exporter

@@ -1,0 +1,12 @@
+// NVML's own wording for its return codes (what nvmlErrorString and nvidia-smi print), so a view can
+// show "[Unknown Error]" or "[GPU is lost]" from a Snapshot without calling into the library.
+#pragma once
+
+#include <string>
+
+namespace gpuscope::exporter {
+
+// "GPU is lost" for 15, "Unknown Error" for 999; "NVML error <code>" for a code NVML never documented.
+std::string nvml_error_text(int code);
+
+}  // namespace gpuscope::exporter

@@ -1,0 +1,787 @@
+#include "nvml/nvml_backend.h"
+
+#include <unistd.h>
+
+#include <array>
+#include <climits>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "nvml/event_watcher.h"
+#include "nvml/nvml_library.h"
+#include "nvml/process_resolver.h"
+
+namespace gpuscope::nvml {
+namespace {
+
+using model::FieldId;
+using model::FieldValue;
+
+constexpr double kMiB = 1024.0 * 1024.0;
+// Below this window two GPM samples give noisy ratios; the first reading waits this long.
+constexpr auto kMinGpmWindow = std::chrono::milliseconds(100);
+// NVML's "value not available" marker for a process's memory (e.g. under MIG without privileges).
+constexpr unsigned long long kValueNotAvailable = ~0ULL;
+
+// How a return code reads in a Snapshot: missing features are unsupported, not errors.
+FieldValue status_of(nvmlReturn_t rc) {
+  if (rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_FUNCTION_NOT_FOUND) return FieldValue::unsupported();
+  return FieldValue::error(static_cast<int>(rc));
+}
+
+bool is_unsupported(nvmlReturn_t rc) { return rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_FUNCTION_NOT_FOUND; }
+
+std::string c_string(const char* buf, std::size_t cap) { return std::string(buf, strnlen(buf, cap)); }
+
+std::string executable_dir() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string{} : exe.parent_path().string();
+}
+
+}  // namespace
+
+// Per-GPU state the backend keeps between samples.
+struct NvmlBackend::GpuState {
+  nvmlDevice_t device = nullptr;
+  bool up = true;
+  int down_code = 0;
+  nvmlGpmSample_t gpm_prev = nullptr;
+  nvmlGpmSample_t gpm_cur = nullptr;
+  bool gpm_prev_valid = false;
+  unsigned long long last_util_seen_us = 0;
+  std::unordered_map<unsigned, std::pair<unsigned, unsigned>> process_util;  // pid → (sm, mem) last seen
+};
+
+std::string simulator_library_path() {
+  if (const char* env = std::getenv("GPUSCOPE_SIM_LIB"); env != nullptr && *env != '\0') return env;
+  const std::string dir = executable_dir();
+  if (dir.empty()) return {};
+  for (const char* rel : {"/sim/libnvidia-ml.so.1", "/../sim/libnvidia-ml.so.1", "/../lib/gpuscope/libnvidia-ml.so.1"}) {
+    std::error_code ec;
+    auto p = std::filesystem::weakly_canonical(dir + rel, ec);
+    if (!ec && std::filesystem::exists(p, ec)) return p.string();
+  }
+  return {};
+}
+
+std::expected<std::unique_ptr<NvmlBackend>, BackendError> NvmlBackend::open(const BackendOptions& options) {
+  std::vector<std::string> candidates;
+  if (options.simulate) {
+    if (!options.scenario.empty()) setenv("GPUSCOPE_SIM_SCENARIO", options.scenario.c_str(), 1);
+    std::string sim = options.library_path.empty() ? simulator_library_path() : options.library_path;
+    if (sim.empty()) {
+      return std::unexpected(BackendError{BackendErrorKind::kLibraryNotFound, 0,
+                                          "simulated NVML library not found next to the gpuscope executable "
+                                          "(sim/libnvidia-ml.so.1 or ../lib/gpuscope/); set GPUSCOPE_SIM_LIB"});
+    }
+    candidates.push_back(sim);
+  } else if (!options.library_path.empty()) {
+    // An explicit choice is never silently replaced by another library.
+    candidates.push_back(options.library_path);
+  } else if (const char* env = std::getenv("GPUSCOPE_NVML_LIB"); env != nullptr && *env != '\0') {
+    candidates.push_back(env);
+  } else {
+    candidates = {"libnvidia-ml.so.1", "libnvidia-ml.so"};
+  }
+
+  auto lib = NvmlLibrary::open(candidates);
+  if (!lib) return std::unexpected(lib.error());
+
+  std::unique_ptr<NvmlBackend> backend(new NvmlBackend());
+  backend->library_ = std::move(*lib);
+  backend->proc_root_ = options.proc_root;
+  auto& L = *backend->library_;
+
+  if (nvmlReturn_t rc = L.nvmlInit_v2(); rc != NVML_SUCCESS) {
+    const std::string why = L.error_string(rc);
+    backend->library_.reset();  // nothing to shut down
+    return std::unexpected(BackendError{BackendErrorKind::kInitFailed, static_cast<int>(rc),
+                                        fmt::format("NVML initialization failed: {} (library {})", why,
+                                                    candidates.size() == 1 ? candidates[0] : "libnvidia-ml")});
+  }
+  if (auto discovered = backend->discover(); !discovered) return std::unexpected(discovered.error());
+  if (options.watch_events) {
+    std::vector<nvmlDevice_t> devices;
+    for (const auto& s : backend->state_) devices.push_back(s->device);
+    backend->events_ = std::make_unique<EventWatcher>(L, std::move(devices));
+  }
+  return backend;
+}
+
+NvmlBackend::~NvmlBackend() {
+  events_.reset();
+  if (library_) {
+    for (auto& s : state_) {
+      if (library_->nvmlGpmSampleFree != nullptr) {
+        if (s->gpm_prev != nullptr) library_->nvmlGpmSampleFree(s->gpm_prev);
+        if (s->gpm_cur != nullptr) library_->nvmlGpmSampleFree(s->gpm_cur);
+      }
+    }
+    if (library_->nvmlShutdown != nullptr) library_->nvmlShutdown();
+  }
+}
+
+std::expected<void, BackendError> NvmlBackend::discover() {
+  auto& L = *library_;
+  system_.library_path = L.path();
+  system_.simulated = L.is_simulator();
+
+  char buf[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = {};
+  if (L.nvmlSystemGetDriverVersion != nullptr && L.nvmlSystemGetDriverVersion(buf, sizeof buf) == NVML_SUCCESS) {
+    system_.driver_version = c_string(buf, sizeof buf);
+  }
+  if (L.nvmlSystemGetNVMLVersion != nullptr && L.nvmlSystemGetNVMLVersion(buf, sizeof buf) == NVML_SUCCESS) {
+    system_.nvml_version = c_string(buf, sizeof buf);
+  }
+  if (int cuda = 0;
+      L.nvmlSystemGetCudaDriverVersion_v2 != nullptr && L.nvmlSystemGetCudaDriverVersion_v2(&cuda) == NVML_SUCCESS) {
+    system_.cuda_driver_version = cuda;
+  }
+  char host[256] = {};
+  if (L.SimGetHostname != nullptr && L.SimGetHostname(host, sizeof host) == NVML_SUCCESS) {
+    system_.hostname = c_string(host, sizeof host);
+  } else if (gethostname(host, sizeof host - 1) == 0) {
+    system_.hostname = c_string(host, sizeof host);
+  }
+
+  unsigned count = 0;
+  if (nvmlReturn_t rc = L.nvmlDeviceGetCount_v2(&count); rc != NVML_SUCCESS) {
+    return std::unexpected(BackendError{BackendErrorKind::kDiscoveryFailed, static_cast<int>(rc),
+                                        fmt::format("cannot count GPUs: {}", L.error_string(rc))});
+  }
+  for (unsigned i = 0; i < count; ++i) {
+    auto state = std::make_unique<GpuState>();
+    model::GpuInfo info;
+    info.index = i;
+    if (nvmlReturn_t rc = L.nvmlDeviceGetHandleByIndex_v2(i, &state->device); rc != NVML_SUCCESS) {
+      // Keep the GPU listed, marked down: one bad GPU never hides the others.
+      state->device = nullptr;
+      state->up = false;
+      state->down_code = static_cast<int>(rc);
+    } else {
+      read_static(*state, info);
+    }
+    gpus_.push_back(std::move(info));
+    state_.push_back(std::move(state));
+  }
+  proc_resolver_ = std::make_unique<ProcessResolver>(
+      proc_root_, [lib = library_.get()](unsigned pid) -> std::optional<std::string> {
+        if (lib->SimGetProcessName == nullptr) return std::nullopt;
+        char name[256] = {};
+        if (lib->SimGetProcessName(pid, name, sizeof name) != NVML_SUCCESS) return std::nullopt;
+        return c_string(name, sizeof name);
+      });
+  return {};
+}
+
+void NvmlBackend::read_static(GpuState& s, model::GpuInfo& info) {
+  auto& L = *library_;
+  nvmlDevice_t d = s.device;
+  auto text = [&](auto fn, std::size_t cap) -> std::optional<std::string> {
+    if (fn == nullptr) return std::nullopt;
+    std::vector<char> b(cap, '\0');
+    if (fn(d, b.data(), static_cast<unsigned>(cap)) != NVML_SUCCESS) return std::nullopt;
+    return c_string(b.data(), cap);
+  };
+  auto uint = [&](auto fn, auto... args) -> std::optional<unsigned> {
+    unsigned v = 0;
+    if (fn == nullptr || fn(d, args..., &v) != NVML_SUCCESS) return std::nullopt;
+    return v;
+  };
+
+  if (auto idx = uint(L.nvmlDeviceGetIndex)) info.index = *idx;
+  info.minor_number = uint(L.nvmlDeviceGetMinorNumber);
+  info.name = text(L.nvmlDeviceGetName, NVML_DEVICE_NAME_BUFFER_SIZE).value_or("");
+  info.uuid = text(L.nvmlDeviceGetUUID, NVML_DEVICE_UUID_BUFFER_SIZE).value_or("");
+  info.serial = text(L.nvmlDeviceGetSerial, NVML_DEVICE_SERIAL_BUFFER_SIZE);
+  info.board_part_number = text(L.nvmlDeviceGetBoardPartNumber, 80);
+  info.vbios_version = text(L.nvmlDeviceGetVbiosVersion, 32);
+  if (nvmlPciInfo_t pci{}; L.nvmlDeviceGetPciInfo_v3 != nullptr && L.nvmlDeviceGetPciInfo_v3(d, &pci) == NVML_SUCCESS) {
+    info.pci_bus_id = c_string(pci.busId, sizeof pci.busId);
+  }
+  if (nvmlMemory_v2_t m{}; L.nvmlDeviceGetMemoryInfo_v2 != nullptr && (m.version = nvmlMemory_v2, true) &&
+                           L.nvmlDeviceGetMemoryInfo_v2(d, &m) == NVML_SUCCESS) {
+    info.memory_total_bytes = m.total;
+  } else if (nvmlMemory_t m1{};
+             L.nvmlDeviceGetMemoryInfo != nullptr && L.nvmlDeviceGetMemoryInfo(d, &m1) == NVML_SUCCESS) {
+    info.memory_total_bytes = m1.total;
+  }
+  info.max_sm_clock_mhz = uint(L.nvmlDeviceGetMaxClockInfo, NVML_CLOCK_SM);
+  info.max_mem_clock_mhz = uint(L.nvmlDeviceGetMaxClockInfo, NVML_CLOCK_MEM);
+  info.max_graphics_clock_mhz = uint(L.nvmlDeviceGetMaxClockInfo, NVML_CLOCK_GRAPHICS);
+  auto watts = [](std::optional<unsigned> mw) -> std::optional<double> {
+    if (!mw) return std::nullopt;
+    return *mw / 1000.0;
+  };
+  info.power_limit_watts = watts(uint(L.nvmlDeviceGetPowerManagementLimit));
+  info.power_default_limit_watts = watts(uint(L.nvmlDeviceGetPowerManagementDefaultLimit));
+  info.enforced_power_limit_watts = watts(uint(L.nvmlDeviceGetEnforcedPowerLimit));
+  info.architecture = uint(L.nvmlDeviceGetArchitecture);
+  if (int major = 0, minor = 0; L.nvmlDeviceGetCudaComputeCapability != nullptr &&
+                                L.nvmlDeviceGetCudaComputeCapability(d, &major, &minor) == NVML_SUCCESS) {
+    info.cuda_cc_major = major;
+    info.cuda_cc_minor = minor;
+  }
+  info.pcie_max_gen = uint(L.nvmlDeviceGetMaxPcieLinkGeneration);
+  info.pcie_max_width = uint(L.nvmlDeviceGetMaxPcieLinkWidth);
+  info.num_cores = uint(L.nvmlDeviceGetNumGpuCores);
+  info.slowdown_temp_celsius = uint(L.nvmlDeviceGetTemperatureThreshold, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN);
+  info.shutdown_temp_celsius = uint(L.nvmlDeviceGetTemperatureThreshold, NVML_TEMPERATURE_THRESHOLD_SHUTDOWN);
+  if (unsigned cur = 0, pending = 0;
+      L.nvmlDeviceGetMigMode != nullptr && L.nvmlDeviceGetMigMode(d, &cur, &pending) == NVML_SUCCESS) {
+    info.mig_enabled = cur != 0;
+  }
+  if (int mode = 0; L.nvmlDeviceGetPersistenceMode != nullptr && L.nvmlDeviceGetPersistenceMode(d, &mode) == NVML_SUCCESS) {
+    info.persistence_mode = mode != 0;
+  }
+  if (int cur = 0, pending = 0;
+      L.nvmlDeviceGetEccMode != nullptr && L.nvmlDeviceGetEccMode(d, &cur, &pending) == NVML_SUCCESS) {
+    info.ecc_enabled = cur != 0;
+  }
+  info.gpm_supported = false;
+  if (L.nvmlGpmQueryDeviceSupport != nullptr && L.nvmlGpmSampleAlloc != nullptr && L.nvmlGpmSampleGet != nullptr &&
+      L.nvmlGpmMetricsGet != nullptr) {
+    nvmlGpmSupport_t support{};
+    support.version = NVML_GPM_SUPPORT_VERSION;
+    if (L.nvmlGpmQueryDeviceSupport(d, &support) == NVML_SUCCESS && support.isSupportedDevice != 0) {
+      if ((s.gpm_prev != nullptr || L.nvmlGpmSampleAlloc(&s.gpm_prev) == NVML_SUCCESS) &&
+          (s.gpm_cur != nullptr || L.nvmlGpmSampleAlloc(&s.gpm_cur) == NVML_SUCCESS)) {
+        info.gpm_supported = true;
+      }
+    }
+  }
+}
+
+std::chrono::system_clock::time_point NvmlBackend::now() const {
+  if (library_->SimGetTime != nullptr) {
+    unsigned long long ns = 0;
+    if (library_->SimGetTime(&ns) == NVML_SUCCESS) {
+      return std::chrono::system_clock::time_point(
+          std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(ns)));
+    }
+  }
+  return std::chrono::system_clock::now();
+}
+
+bool NvmlBackend::set_sim_time(std::chrono::system_clock::time_point t) {
+  if (library_->SimSetTime == nullptr) return false;
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  return ns >= 0 && library_->SimSetTime(static_cast<unsigned long long>(ns)) == NVML_SUCCESS;
+}
+
+model::Snapshot NvmlBackend::sample() {
+  const auto started = std::chrono::steady_clock::now();
+  model::Snapshot snap;
+  snap.time = now();
+
+  // GPM ratios need two samples some time apart; the very first reading takes the first one here.
+  bool waited_for_gpm = false;
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    auto& s = *state_[i];
+    if (gpus_[i].gpm_supported && s.up && !s.gpm_prev_valid &&
+        library_->nvmlGpmSampleGet(s.device, s.gpm_prev) == NVML_SUCCESS) {
+      s.gpm_prev_valid = true;
+      waited_for_gpm = true;
+    }
+  }
+  if (waited_for_gpm) std::this_thread::sleep_for(kMinGpmWindow);
+
+  std::vector<unsigned> live_pids;
+  snap.gpus.reserve(state_.size());
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    snap.gpus.push_back(sample_gpu(i));
+    for (const auto& p : snap.gpus.back().processes) live_pids.push_back(p.pid);
+  }
+  proc_resolver_->retain_only(live_pids);
+  snap.duration = std::chrono::steady_clock::now() - started;
+  return snap;
+}
+
+// Reads one GPU. A GPU_IS_LOST answer from any call marks the GPU down and ends its reading.
+model::GpuSample NvmlBackend::sample_gpu(std::size_t i) {
+  auto& L = *library_;
+  auto& s = *state_[i];
+  auto& info = gpus_[i];
+  model::GpuSample g;
+  g.index = info.index;
+
+  if (!s.up && !try_recover(s, info)) {
+    g.up = false;
+    g.down_error_code = s.down_code;
+    return g;
+  }
+  const nvmlDevice_t d = s.device;
+  bool lost = false;
+  auto mark = [&](nvmlReturn_t rc) {
+    if (rc == NVML_ERROR_GPU_IS_LOST) lost = true;
+  };
+  // Sets `id` from a call returning one unsigned, scaled.
+  auto put_uint = [&](FieldId id, auto fn, double scale, auto... args) {
+    if (lost) return;
+    if (fn == nullptr) {
+      g[id] = FieldValue::unsupported();
+      return;
+    }
+    unsigned v = 0;
+    nvmlReturn_t rc = fn(d, args..., &v);
+    mark(rc);
+    g[id] = rc == NVML_SUCCESS ? FieldValue::of(v * scale) : status_of(rc);
+  };
+
+  put_uint(FieldId::kSmClock, L.nvmlDeviceGetClockInfo, 1.0, NVML_CLOCK_SM);
+  put_uint(FieldId::kMemClock, L.nvmlDeviceGetClockInfo, 1.0, NVML_CLOCK_MEM);
+  put_uint(FieldId::kGraphicsClock, L.nvmlDeviceGetClockInfo, 1.0, NVML_CLOCK_GRAPHICS);
+  put_uint(FieldId::kVideoClock, L.nvmlDeviceGetClockInfo, 1.0, NVML_CLOCK_VIDEO);
+  put_uint(FieldId::kMaxSmClock, L.nvmlDeviceGetMaxClockInfo, 1.0, NVML_CLOCK_SM);
+  put_uint(FieldId::kMaxMemClock, L.nvmlDeviceGetMaxClockInfo, 1.0, NVML_CLOCK_MEM);
+  put_uint(FieldId::kMaxGraphicsClock, L.nvmlDeviceGetMaxClockInfo, 1.0, NVML_CLOCK_GRAPHICS);
+  put_uint(FieldId::kGpuTemp, L.nvmlDeviceGetTemperature, 1.0, NVML_TEMPERATURE_GPU);
+  put_uint(FieldId::kSlowdownTemp, L.nvmlDeviceGetTemperatureThreshold, 1.0, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN);
+  put_uint(FieldId::kShutdownTemp, L.nvmlDeviceGetTemperatureThreshold, 1.0, NVML_TEMPERATURE_THRESHOLD_SHUTDOWN);
+  put_uint(FieldId::kPowerUsage, L.nvmlDeviceGetPowerUsage, 1e-3);
+  put_uint(FieldId::kPowerLimit, L.nvmlDeviceGetPowerManagementLimit, 1e-3);
+  put_uint(FieldId::kEnforcedPowerLimit, L.nvmlDeviceGetEnforcedPowerLimit, 1e-3);
+  put_uint(FieldId::kPcieReplay, L.nvmlDeviceGetPcieReplayCounter, 1.0);
+  put_uint(FieldId::kFanSpeed, L.nvmlDeviceGetFanSpeed, 1.0);
+  put_uint(FieldId::kPcieLinkGenCurrent, L.nvmlDeviceGetCurrPcieLinkGeneration, 1.0);
+  put_uint(FieldId::kPcieLinkGenMax, L.nvmlDeviceGetMaxPcieLinkGeneration, 1.0);
+  put_uint(FieldId::kPcieLinkWidthCurrent, L.nvmlDeviceGetCurrPcieLinkWidth, 1.0);
+  put_uint(FieldId::kPcieLinkWidthMax, L.nvmlDeviceGetMaxPcieLinkWidth, 1.0);
+  put_uint(FieldId::kPcieTxThroughput, L.nvmlDeviceGetPcieThroughput, 1.0, NVML_PCIE_UTIL_TX_BYTES);
+  put_uint(FieldId::kPcieRxThroughput, L.nvmlDeviceGetPcieThroughput, 1.0, NVML_PCIE_UTIL_RX_BYTES);
+
+  if (!lost) {
+    if (L.nvmlDeviceGetTotalEnergyConsumption == nullptr) {
+      g[FieldId::kTotalEnergy] = FieldValue::unsupported();
+    } else if (unsigned long long mj = 0; true) {
+      nvmlReturn_t rc = L.nvmlDeviceGetTotalEnergyConsumption(d, &mj);
+      mark(rc);
+      g[FieldId::kTotalEnergy] = rc == NVML_SUCCESS ? FieldValue::of(static_cast<double>(mj)) : status_of(rc);
+    }
+  }
+  if (!lost) read_utilization(g, d, mark);
+  if (!lost) read_memory(g, d, mark);
+  if (!lost) read_health(g, d, mark);
+  if (!lost) read_violations(g, d, mark);
+  if (!lost) read_field_values(g, d, mark);
+  if (!lost) read_gpm(g, s, info, mark);
+  if (!lost) read_processes(g, s, mark);
+
+  if (lost) {
+    s.up = false;
+    s.down_code = NVML_ERROR_GPU_IS_LOST;
+    s.gpm_prev_valid = false;
+    model::GpuSample down;
+    down.index = info.index;
+    down.up = false;
+    down.down_error_code = s.down_code;
+    return down;
+  }
+
+  if (events_ != nullptr) {
+    g.events = events_->counts(static_cast<unsigned>(i));
+    if (events_->watches_xid(static_cast<unsigned>(i))) {
+      g[FieldId::kXidErrors] = FieldValue::of(static_cast<double>(g.events.last_xid.value_or(0)));
+    }
+  }
+  return g;
+}
+
+bool NvmlBackend::try_recover(GpuState& s, model::GpuInfo& info) {
+  auto& L = *library_;
+  nvmlDevice_t d = nullptr;
+  nvmlReturn_t rc = NVML_ERROR_NOT_FOUND;
+  // The same physical GPU is found again by its bus id; its NVML index may have changed.
+  if (!info.pci_bus_id.empty() && L.nvmlDeviceGetHandleByPciBusId_v2 != nullptr) {
+    rc = L.nvmlDeviceGetHandleByPciBusId_v2(info.pci_bus_id.c_str(), &d);
+  }
+  if (rc != NVML_SUCCESS) rc = L.nvmlDeviceGetHandleByIndex_v2(info.index, &d);
+  if (rc != NVML_SUCCESS) {
+    s.down_code = static_cast<int>(rc);
+    return false;
+  }
+  // A handle alone proves little: the GPU must answer a call.
+  unsigned temp = 0;
+  char uuid[NVML_DEVICE_UUID_BUFFER_SIZE] = {};
+  rc = L.nvmlDeviceGetUUID != nullptr ? L.nvmlDeviceGetUUID(d, uuid, sizeof uuid)
+                                      : L.nvmlDeviceGetTemperature(d, NVML_TEMPERATURE_GPU, &temp);
+  if (rc != NVML_SUCCESS) {
+    s.down_code = static_cast<int>(rc);
+    return false;
+  }
+  s.device = d;
+  s.up = true;
+  s.down_code = 0;
+  const unsigned index = info.index;
+  read_static(s, info);
+  if (info.name.empty()) info.index = index;
+  return true;
+}
+
+template <class Mark>
+void NvmlBackend::read_utilization(model::GpuSample& g, nvmlDevice_t d, Mark&& mark) {
+  auto& L = *library_;
+  if (L.nvmlDeviceGetUtilizationRates == nullptr) {
+    g[FieldId::kGpuUtil] = g[FieldId::kMemCopyUtil] = FieldValue::unsupported();
+  } else {
+    nvmlUtilization_t u{};
+    nvmlReturn_t rc = L.nvmlDeviceGetUtilizationRates(d, &u);
+    mark(rc);
+    g[FieldId::kGpuUtil] = rc == NVML_SUCCESS ? FieldValue::of(u.gpu) : status_of(rc);
+    g[FieldId::kMemCopyUtil] = rc == NVML_SUCCESS ? FieldValue::of(u.memory) : status_of(rc);
+  }
+  auto codec = [&](FieldId id, auto fn) {
+    if (fn == nullptr) {
+      g[id] = FieldValue::unsupported();
+      return;
+    }
+    unsigned util = 0, period = 0;
+    nvmlReturn_t rc = fn(d, &util, &period);
+    mark(rc);
+    g[id] = rc == NVML_SUCCESS ? FieldValue::of(util) : status_of(rc);
+  };
+  codec(FieldId::kEncUtil, L.nvmlDeviceGetEncoderUtilization);
+  codec(FieldId::kDecUtil, L.nvmlDeviceGetDecoderUtilization);
+
+  if (L.nvmlDeviceGetPerformanceState == nullptr) {
+    g[FieldId::kPstate] = FieldValue::unsupported();
+  } else {
+    int p = 0;
+    nvmlReturn_t rc = L.nvmlDeviceGetPerformanceState(d, &p);
+    mark(rc);
+    if (rc == NVML_SUCCESS && p == NVML_PSTATE_UNKNOWN) {
+      g[FieldId::kPstate] = FieldValue::unsupported();
+    } else {
+      g[FieldId::kPstate] = rc == NVML_SUCCESS ? FieldValue::of(p) : status_of(rc);
+    }
+  }
+  if (L.nvmlDeviceGetCurrentClocksEventReasons == nullptr) {
+    g[FieldId::kClocksEventReasons] = FieldValue::unsupported();
+  } else {
+    unsigned long long reasons = 0;
+    nvmlReturn_t rc = L.nvmlDeviceGetCurrentClocksEventReasons(d, &reasons);
+    mark(rc);
+    g[FieldId::kClocksEventReasons] =
+        rc == NVML_SUCCESS ? FieldValue::of(static_cast<double>(reasons)) : status_of(rc);
+  }
+}
+
+template <class Mark>
+void NvmlBackend::read_memory(model::GpuSample& g, nvmlDevice_t d, Mark&& mark) {
+  auto& L = *library_;
+  nvmlReturn_t rc = NVML_ERROR_FUNCTION_NOT_FOUND;
+  if (L.nvmlDeviceGetMemoryInfo_v2 != nullptr) {
+    nvmlMemory_v2_t m{};
+    m.version = nvmlMemory_v2;
+    rc = L.nvmlDeviceGetMemoryInfo_v2(d, &m);
+    mark(rc);
+    if (rc == NVML_SUCCESS) {
+      g[FieldId::kFbTotal] = FieldValue::of(static_cast<double>(m.total / (1024 * 1024)));
+      g[FieldId::kFbFree] = FieldValue::of(static_cast<double>(m.free / (1024 * 1024)));
+      g[FieldId::kFbUsed] = FieldValue::of(static_cast<double>(m.used / (1024 * 1024)));
+      g[FieldId::kFbReserved] = FieldValue::of(static_cast<double>(m.reserved / (1024 * 1024)));
+    }
+  }
+  // Older drivers (or a version mismatch): v1 has no reserved figure.
+  if (rc != NVML_SUCCESS && rc != NVML_ERROR_GPU_IS_LOST) {
+    if (L.nvmlDeviceGetMemoryInfo == nullptr) {
+      g[FieldId::kFbTotal] = g[FieldId::kFbFree] = g[FieldId::kFbUsed] = FieldValue::unsupported();
+    } else {
+      nvmlMemory_t m{};
+      rc = L.nvmlDeviceGetMemoryInfo(d, &m);
+      mark(rc);
+      g[FieldId::kFbTotal] = rc == NVML_SUCCESS ? FieldValue::of(static_cast<double>(m.total / (1024 * 1024))) : status_of(rc);
+      g[FieldId::kFbFree] = rc == NVML_SUCCESS ? FieldValue::of(static_cast<double>(m.free / (1024 * 1024))) : status_of(rc);
+      g[FieldId::kFbUsed] = rc == NVML_SUCCESS ? FieldValue::of(static_cast<double>(m.used / (1024 * 1024))) : status_of(rc);
+    }
+    g[FieldId::kFbReserved] = FieldValue::unsupported();
+  }
+  if (L.nvmlDeviceGetBAR1MemoryInfo == nullptr) {
+    g[FieldId::kBar1Used] = FieldValue::unsupported();
+  } else {
+    nvmlBAR1Memory_t b{};
+    rc = L.nvmlDeviceGetBAR1MemoryInfo(d, &b);
+    mark(rc);
+    g[FieldId::kBar1Used] = rc == NVML_SUCCESS ? FieldValue::of(static_cast<double>(b.bar1Used / (1024 * 1024))) : status_of(rc);
+  }
+}
+
+template <class Mark>
+void NvmlBackend::read_health(model::GpuSample& g, nvmlDevice_t d, Mark&& mark) {
+  auto& L = *library_;
+  auto ecc = [&](FieldId id, int type, int counter) {
+    if (L.nvmlDeviceGetTotalEccErrors == nullptr) {
+      g[id] = FieldValue::unsupported();
+      return;
+    }
+    unsigned long long n = 0;
+    nvmlReturn_t rc = L.nvmlDeviceGetTotalEccErrors(d, type, counter, &n);
+    mark(rc);
+    g[id] = rc == NVML_SUCCESS ? FieldValue::of(static_cast<double>(n)) : status_of(rc);
+  };
+  ecc(FieldId::kEccSbeVolTotal, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC);
+  ecc(FieldId::kEccDbeVolTotal, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC);
+  ecc(FieldId::kEccSbeAggTotal, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_AGGREGATE_ECC);
+  ecc(FieldId::kEccDbeAggTotal, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC);
+
+  auto retired = [&](FieldId id, int cause) {
+    if (L.nvmlDeviceGetRetiredPages == nullptr) {
+      g[id] = FieldValue::unsupported();
+      return;
+    }
+    // Count only: with a zero-sized buffer NVML reports the count (SUCCESS or INSUFFICIENT_SIZE).
+    unsigned count = 0;
+    nvmlReturn_t rc = L.nvmlDeviceGetRetiredPages(d, cause, &count, nullptr);
+    mark(rc);
+    g[id] = (rc == NVML_SUCCESS || rc == NVML_ERROR_INSUFFICIENT_SIZE) ? FieldValue::of(count) : status_of(rc);
+  };
+  retired(FieldId::kRetiredSbe, NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS);
+  retired(FieldId::kRetiredDbe, NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR);
+  if (L.nvmlDeviceGetRetiredPagesPendingStatus == nullptr) {
+    g[FieldId::kRetiredPending] = FieldValue::unsupported();
+  } else {
+    int pending = 0;
+    nvmlReturn_t rc = L.nvmlDeviceGetRetiredPagesPendingStatus(d, &pending);
+    mark(rc);
+    g[FieldId::kRetiredPending] = rc == NVML_SUCCESS ? FieldValue::of(pending != 0 ? 1 : 0) : status_of(rc);
+  }
+
+  const FieldId remap_ids[] = {FieldId::kCorrectableRemappedRows, FieldId::kUncorrectableRemappedRows,
+                               FieldId::kRowRemapPending, FieldId::kRowRemapFailure};
+  if (L.nvmlDeviceGetRemappedRows == nullptr) {
+    for (auto id : remap_ids) g[id] = FieldValue::unsupported();
+  } else {
+    unsigned corr = 0, unc = 0, pending = 0, failed = 0;
+    nvmlReturn_t rc = L.nvmlDeviceGetRemappedRows(d, &corr, &unc, &pending, &failed);
+    mark(rc);
+    const unsigned vals[] = {corr, unc, pending != 0 ? 1U : 0U, failed != 0 ? 1U : 0U};
+    for (std::size_t k = 0; k < 4; ++k) g[remap_ids[k]] = rc == NVML_SUCCESS ? FieldValue::of(vals[k]) : status_of(rc);
+  }
+}
+
+template <class Mark>
+void NvmlBackend::read_violations(model::GpuSample& g, nvmlDevice_t d, Mark&& mark) {
+  auto& L = *library_;
+  constexpr std::pair<FieldId, int> kPolicies[] = {
+      {FieldId::kPowerViolation, NVML_PERF_POLICY_POWER},
+      {FieldId::kThermalViolation, NVML_PERF_POLICY_THERMAL},
+      {FieldId::kSyncBoostViolation, NVML_PERF_POLICY_SYNC_BOOST},
+      {FieldId::kBoardLimitViolation, NVML_PERF_POLICY_BOARD_LIMIT},
+      {FieldId::kLowUtilViolation, NVML_PERF_POLICY_LOW_UTILIZATION},
+      {FieldId::kReliabilityViolation, NVML_PERF_POLICY_RELIABILITY},
+  };
+  for (auto [id, policy] : kPolicies) {
+    if (L.nvmlDeviceGetViolationStatus == nullptr) {
+      g[id] = FieldValue::unsupported();
+      continue;
+    }
+    nvmlViolationTime_t v{};
+    nvmlReturn_t rc = L.nvmlDeviceGetViolationStatus(d, policy, &v);
+    mark(rc);
+    g[id] = rc == NVML_SUCCESS ? FieldValue::of(static_cast<double>(v.violationTime)) : status_of(rc);
+  }
+}
+
+// Fields only GetFieldValues has: memory temperature and NVLink traffic, in one batched call.
+template <class Mark>
+void NvmlBackend::read_field_values(model::GpuSample& g, nvmlDevice_t d, Mark&& mark) {
+  auto& L = *library_;
+  if (L.nvmlDeviceGetFieldValues == nullptr) {
+    g[FieldId::kMemoryTemp] = g[FieldId::kNvlinkBandwidthTotal] = FieldValue::unsupported();
+    return;
+  }
+  std::array<nvmlFieldValue_t, 3> v{};
+  v[0].fieldId = NVML_FI_DEV_MEMORY_TEMP;
+  v[1].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX;
+  v[2].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX;
+  // scopeId UINT_MAX asks for the sum over all links.
+  v[1].scopeId = v[2].scopeId = UINT_MAX;
+  nvmlReturn_t rc = L.nvmlDeviceGetFieldValues(d, static_cast<int>(v.size()), v.data());
+  mark(rc);
+  if (rc != NVML_SUCCESS) {
+    g[FieldId::kMemoryTemp] = g[FieldId::kNvlinkBandwidthTotal] = status_of(rc);
+    return;
+  }
+  auto number = [](const nvmlFieldValue_t& f) -> double {
+    switch (f.valueType) {
+      case NVML_VALUE_TYPE_DOUBLE: return f.value.dVal;
+      case NVML_VALUE_TYPE_UNSIGNED_INT: return f.value.uiVal;
+      case NVML_VALUE_TYPE_UNSIGNED_LONG: return static_cast<double>(f.value.ulVal);
+      case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: return static_cast<double>(f.value.ullVal);
+      case NVML_VALUE_TYPE_SIGNED_LONG_LONG: return static_cast<double>(f.value.sllVal);
+      case NVML_VALUE_TYPE_SIGNED_INT: return f.value.siVal;
+      case NVML_VALUE_TYPE_UNSIGNED_SHORT: return f.value.usVal;
+    }
+    return 0;
+  };
+  for (const auto& f : v) mark(f.nvmlReturn);
+  g[FieldId::kMemoryTemp] = v[0].nvmlReturn == NVML_SUCCESS ? FieldValue::of(number(v[0])) : status_of(v[0].nvmlReturn);
+  if (v[1].nvmlReturn == NVML_SUCCESS && v[2].nvmlReturn == NVML_SUCCESS) {
+    g[FieldId::kNvlinkBandwidthTotal] = FieldValue::of(number(v[1]) + number(v[2]));
+  } else {
+    g[FieldId::kNvlinkBandwidthTotal] = status_of(v[1].nvmlReturn != NVML_SUCCESS ? v[1].nvmlReturn : v[2].nvmlReturn);
+  }
+}
+
+template <class Mark>
+void NvmlBackend::read_gpm(model::GpuSample& g, GpuState& s, const model::GpuInfo& info, Mark&& mark) {
+  // Without GPM (pre-Hopper, old driver) the profiling fields stay unsupported: absent, never 0.
+  if (!info.gpm_supported || !s.gpm_prev_valid) return;
+  auto& L = *library_;
+  nvmlReturn_t rc = L.nvmlGpmSampleGet(s.device, s.gpm_cur);
+  mark(rc);
+  if (rc != NVML_SUCCESS) return;
+
+  struct Wanted {
+    unsigned metric;
+    FieldId field;
+    double scale;  // GPM gives percent or MiB/s; DCGM gives ratios and bytes/s
+  };
+  static constexpr Wanted kWanted[] = {
+      {NVML_GPM_METRIC_GRAPHICS_UTIL, FieldId::kGrEngineActive, 0.01},
+      {NVML_GPM_METRIC_SM_UTIL, FieldId::kSmActive, 0.01},
+      {NVML_GPM_METRIC_SM_OCCUPANCY, FieldId::kSmOccupancy, 0.01},
+      {NVML_GPM_METRIC_ANY_TENSOR_UTIL, FieldId::kPipeTensorActive, 0.01},
+      {NVML_GPM_METRIC_DRAM_BW_UTIL, FieldId::kDramActive, 0.01},
+      {NVML_GPM_METRIC_FP64_UTIL, FieldId::kPipeFp64Active, 0.01},
+      {NVML_GPM_METRIC_FP32_UTIL, FieldId::kPipeFp32Active, 0.01},
+      {NVML_GPM_METRIC_FP16_UTIL, FieldId::kPipeFp16Active, 0.01},
+      {NVML_GPM_METRIC_PCIE_TX_PER_SEC, FieldId::kPcieTxBytes, kMiB},
+      {NVML_GPM_METRIC_PCIE_RX_PER_SEC, FieldId::kPcieRxBytes, kMiB},
+      {NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, FieldId::kNvlinkTxBytes, kMiB},
+      {NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, FieldId::kNvlinkRxBytes, kMiB},
+  };
+  // The struct is ~13 KB: keep it off the stack of whoever calls sample().
+  auto request = std::make_unique<nvmlGpmMetricsGet_t>();
+  request->version = NVML_GPM_METRICS_GET_VERSION;
+  request->numMetrics = std::size(kWanted);
+  request->sample1 = s.gpm_prev;
+  request->sample2 = s.gpm_cur;
+  for (std::size_t k = 0; k < std::size(kWanted); ++k) request->metrics[k].metricId = kWanted[k].metric;
+  rc = L.nvmlGpmMetricsGet(request.get());
+  mark(rc);
+  if (rc == NVML_SUCCESS) {
+    for (std::size_t k = 0; k < std::size(kWanted); ++k) {
+      const auto& m = request->metrics[k];
+      g[kWanted[k].field] = m.nvmlReturn == NVML_SUCCESS ? FieldValue::of(m.value * kWanted[k].scale) : status_of(m.nvmlReturn);
+    }
+  } else {
+    for (const auto& w : kWanted) g[w.field] = status_of(rc);
+  }
+  // This sample is the start of the next window.
+  std::swap(s.gpm_prev, s.gpm_cur);
+}
+
+namespace {
+
+// Reads a process list with NVML's count-probe protocol; retries when the list grew in between.
+template <class Info, class Fn>
+nvmlReturn_t read_list(Fn fn, nvmlDevice_t d, std::vector<Info>& out) {
+  unsigned count = 0;
+  nvmlReturn_t rc = fn(d, &count, nullptr);
+  if (rc == NVML_SUCCESS) {
+    out.clear();
+    return rc;
+  }
+  for (int attempt = 0; attempt < 5 && rc == NVML_ERROR_INSUFFICIENT_SIZE; ++attempt) {
+    out.resize(count + 4);  // headroom: processes start between the probe and the read
+    count = static_cast<unsigned>(out.size());
+    rc = fn(d, &count, out.data());
+    if (rc == NVML_SUCCESS) out.resize(count);
+  }
+  return rc;
+}
+
+}  // namespace
+
+template <class Mark>
+void NvmlBackend::read_processes(model::GpuSample& g, GpuState& s, Mark&& mark) {
+  auto& L = *library_;
+  struct Entry {
+    unsigned pid;
+    unsigned long long mem;
+    unsigned gi, ci;
+  };
+  auto collect = [&](auto fn_v3, auto fn_v2, model::ProcessKind kind) -> nvmlReturn_t {
+    std::vector<Entry> entries;
+    nvmlReturn_t rc = NVML_ERROR_FUNCTION_NOT_FOUND;
+    if (fn_v3 != nullptr) {
+      std::vector<nvmlProcessInfo_t> list;
+      rc = read_list(fn_v3, s.device, list);
+      for (const auto& p : list) entries.push_back({p.pid, p.usedGpuMemory, p.gpuInstanceId, p.computeInstanceId});
+    }
+    // Some drivers ship _v3 yet answer FUNCTION_NOT_FOUND (535.98): fall back to _v2 / v1.
+    if (is_unsupported(rc) && fn_v2 != nullptr) {
+      std::vector<nvmlProcessInfo_v1_t> list;
+      rc = read_list(fn_v2, s.device, list);
+      for (const auto& p : list) entries.push_back({p.pid, p.usedGpuMemory, UINT_MAX, UINT_MAX});
+    }
+    mark(rc);
+    if (rc != NVML_SUCCESS) return rc;
+    for (const auto& e : entries) {
+      auto it = std::find_if(g.processes.begin(), g.processes.end(), [&](const auto& p) { return p.pid == e.pid; });
+      if (it != g.processes.end()) {
+        it->kind = model::ProcessKind::kComputeAndGraphics;
+        continue;
+      }
+      model::ProcessSample p;
+      p.pid = e.pid;
+      p.kind = kind;
+      if (e.mem != kValueNotAvailable) p.used_memory_bytes = e.mem;
+      if (e.gi != UINT_MAX) p.gpu_instance_id = e.gi;
+      if (e.ci != UINT_MAX) p.compute_instance_id = e.ci;
+      g.processes.push_back(std::move(p));
+    }
+    return rc;
+  };
+  nvmlReturn_t compute = collect(L.nvmlDeviceGetComputeRunningProcesses_v3, L.nvmlDeviceGetComputeRunningProcesses_v2,
+                                 model::ProcessKind::kCompute);
+  nvmlReturn_t graphics = collect(L.nvmlDeviceGetGraphicsRunningProcesses_v3,
+                                  L.nvmlDeviceGetGraphicsRunningProcesses_v2, model::ProcessKind::kGraphics);
+  if (compute != NVML_SUCCESS && !is_unsupported(compute)) g.processes_error_code = static_cast<int>(compute);
+  if (graphics != NVML_SUCCESS && !is_unsupported(graphics) && !g.processes_error_code) {
+    g.processes_error_code = static_cast<int>(graphics);
+  }
+
+  // Per-process SM/memory utilization: samples newer than the last one seen on this GPU.
+  if (L.nvmlDeviceGetProcessUtilization != nullptr && !g.processes.empty()) {
+    std::vector<nvmlProcessUtilizationSample_t> samples;
+    unsigned count = 0;
+    nvmlReturn_t rc = L.nvmlDeviceGetProcessUtilization(s.device, nullptr, &count, s.last_util_seen_us);
+    for (int attempt = 0; attempt < 5 && rc == NVML_ERROR_INSUFFICIENT_SIZE; ++attempt) {
+      samples.resize(count + 4);
+      count = static_cast<unsigned>(samples.size());
+      rc = L.nvmlDeviceGetProcessUtilization(s.device, samples.data(), &count, s.last_util_seen_us);
+      if (rc == NVML_SUCCESS) samples.resize(count);
+    }
+    mark(rc);
+    if (rc == NVML_SUCCESS) {
+      // Keep each pid's newest sample; a pid with no new sample keeps its last known figures.
+      std::unordered_map<unsigned, unsigned long long> newest;
+      for (const auto& u : samples) {
+        if (u.timeStamp >= newest[u.pid]) {
+          newest[u.pid] = u.timeStamp;
+          s.process_util[u.pid] = {u.smUtil, u.memUtil};
+        }
+        s.last_util_seen_us = std::max(s.last_util_seen_us, u.timeStamp);
+      }
+    }
+  }
+  std::unordered_map<unsigned, std::pair<unsigned, unsigned>> still_running;
+  for (auto& p : g.processes) {
+    if (auto it = s.process_util.find(p.pid); it != s.process_util.end()) {
+      p.sm_util_percent = it->second.first;
+      p.mem_util_percent = it->second.second;
+      still_running.insert(*it);
+    }
+    p.identity = proc_resolver_->resolve(p.pid);
+  }
+  s.process_util = std::move(still_running);
+}
+
+}  // namespace gpuscope::nvml

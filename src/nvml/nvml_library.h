@@ -1,0 +1,122 @@
+// NvmlLibrary: one dlopen()ed NVML library and its symbol table, filled by dlsym with the newest
+// versioned name first and older fallbacks; a missing symbol leaves its slot null (that field unsupported).
+#pragma once
+
+#include <expected>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nvml/nvml_abi.h"
+
+namespace gpuscope::nvml {
+
+struct BackendError;
+
+class NvmlLibrary {
+ public:
+  // Opens the first of `candidates` that loads (a path, or a bare soname for the linker's search).
+  // Fails with kLibraryNotFound naming every candidate tried, or kSymbolMissing for a library that
+  // is not NVML.
+  static std::expected<std::unique_ptr<NvmlLibrary>, BackendError> open(const std::vector<std::string>& candidates);
+  ~NvmlLibrary();
+  NvmlLibrary(const NvmlLibrary&) = delete;
+  NvmlLibrary& operator=(const NvmlLibrary&) = delete;
+
+  // The file actually loaded, resolved through symlinks.
+  const std::string& path() const { return path_; }
+  // For each slot, the symbol name that filled it ("" when missing): shown by `gpuscope info`, tested.
+  const std::vector<std::pair<std::string, std::string>>& resolved() const { return resolved_; }
+  bool is_simulator() const { return SimGetTime != nullptr; }
+  // nvmlErrorString, or a fallback when the library lacks it.
+  std::string error_string(nvmlReturn_t code) const;
+
+#define GPUSCOPE_NVML_SLOT(name) decltype(&::name) name = nullptr
+  // Slots are named after the newest symbol they may hold.
+  GPUSCOPE_NVML_SLOT(nvmlInit_v2);  // ← nvmlInit
+  GPUSCOPE_NVML_SLOT(nvmlShutdown);
+  GPUSCOPE_NVML_SLOT(nvmlErrorString);
+  GPUSCOPE_NVML_SLOT(nvmlSystemGetDriverVersion);
+  GPUSCOPE_NVML_SLOT(nvmlSystemGetNVMLVersion);
+  GPUSCOPE_NVML_SLOT(nvmlSystemGetCudaDriverVersion_v2);  // ← nvmlSystemGetCudaDriverVersion
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetCount_v2);              // ← nvmlDeviceGetCount
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetHandleByIndex_v2);      // ← nvmlDeviceGetHandleByIndex
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetHandleByPciBusId_v2);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetName);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetUUID);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetSerial);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetBoardPartNumber);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetVbiosVersion);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetIndex);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetMinorNumber);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetPciInfo_v3);  // ← nvmlDeviceGetPciInfo_v2
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetMemoryInfo_v2);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetMemoryInfo);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetBAR1MemoryInfo);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetUtilizationRates);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetTemperature);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetTemperatureThreshold);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetPowerUsage);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetEnforcedPowerLimit);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetPowerManagementLimit);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetPowerManagementDefaultLimit);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetTotalEnergyConsumption);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetClockInfo);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetMaxClockInfo);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetPerformanceState);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetFanSpeed);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetCurrentClocksEventReasons);  // ← ...ThrottleReasons
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetViolationStatus);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetTotalEccErrors);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetEccMode);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetRemappedRows);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetRetiredPages);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetRetiredPagesPendingStatus);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetPcieThroughput);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetPcieReplayCounter);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetCurrPcieLinkGeneration);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetMaxPcieLinkGeneration);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetCurrPcieLinkWidth);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetMaxPcieLinkWidth);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetComputeRunningProcesses_v3);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetComputeRunningProcesses_v2);  // ← nvmlDeviceGetComputeRunningProcesses
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetGraphicsRunningProcesses_v3);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetGraphicsRunningProcesses_v2);  // ← nvmlDeviceGetGraphicsRunningProcesses
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetProcessUtilization);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetEncoderUtilization);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetDecoderUtilization);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetFieldValues);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetMigMode);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetPersistenceMode);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetArchitecture);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetCudaComputeCapability);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetNumGpuCores);
+  GPUSCOPE_NVML_SLOT(nvmlEventSetCreate);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceRegisterEvents);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetSupportedEventTypes);
+  GPUSCOPE_NVML_SLOT(nvmlEventSetWait_v2);  // ← nvmlEventSetWait
+  GPUSCOPE_NVML_SLOT(nvmlEventSetFree);
+  GPUSCOPE_NVML_SLOT(nvmlGpmQueryDeviceSupport);
+  GPUSCOPE_NVML_SLOT(nvmlGpmSampleAlloc);
+  GPUSCOPE_NVML_SLOT(nvmlGpmSampleFree);
+  GPUSCOPE_NVML_SLOT(nvmlGpmSampleGet);
+  GPUSCOPE_NVML_SLOT(nvmlGpmMetricsGet);
+#undef GPUSCOPE_NVML_SLOT
+  // gpuscope's simulator only; null on a real driver.
+  decltype(&::gpuscopeSimSetTime) SimSetTime = nullptr;
+  decltype(&::gpuscopeSimGetTime) SimGetTime = nullptr;
+  decltype(&::gpuscopeSimGetProcessName) SimGetProcessName = nullptr;
+  decltype(&::gpuscopeSimGetHostname) SimGetHostname = nullptr;
+
+ private:
+  NvmlLibrary() = default;
+  template <class Fn>
+  void resolve(Fn& slot, std::initializer_list<const char*> names);
+  void resolve_all();
+
+  void* handle_ = nullptr;
+  std::string path_;
+  std::vector<std::pair<std::string, std::string>> resolved_;
+};
+
+}  // namespace gpuscope::nvml

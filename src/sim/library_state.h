@@ -1,0 +1,88 @@
+// The library-wide state behind the exported NVML functions: the reference-counted Simulator, the
+// one lock every call takes, and the guards that turn faults and exceptions into return codes.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "nvml/nvml_abi.h"
+#include "sim/simulator.h"
+
+// NVML's functions are the library's only exports; everything else is hidden (-fvisibility=hidden).
+#define GPUSCOPE_SIM_EXPORT extern "C" __attribute__((visibility("default")))
+
+#ifndef GPUSCOPE_SIM_LEGACY
+#define GPUSCOPE_SIM_LEGACY 0
+#endif
+
+namespace gpuscope::sim {
+
+struct LibraryState {
+  std::mutex mutex;
+  // Wakes event waiters when the virtual clock moves or the library shuts down.
+  std::condition_variable changed;
+  std::unique_ptr<Simulator> sim;
+  unsigned refcount = 0;
+  std::uint64_t generation = 0;  // bumped by every load and unload, so waiters notice
+  unsigned waiters = 0;
+  // nvmlErrorString(NVML_ERROR_UNKNOWN): "Unknown Error" or, after a failed load, the reason.
+  // Texts are kept forever so a pointer handed out never dangles.
+  const char* unknown_error_text = "Unknown Error";
+  std::deque<std::string> texts;
+};
+
+// Deliberately never destroyed: clients may call in from atexit handlers or other threads while
+// static destructors run.
+LibraryState& library();
+
+// Applies the faults injected for `function` (about `gpu`). May sleep for a slow-call fault with
+// the lock released; then `sim` and `t` are refreshed. NVML_SUCCESS when the call may go on.
+nvmlReturn_t apply_faults(std::unique_lock<std::mutex>& lock, std::string_view function, std::optional<unsigned> gpu,
+                          Simulator*& sim, double& t);
+
+// A call about the whole node. body(Simulator&, double t) -> nvmlReturn_t.
+template <class Body>
+nvmlReturn_t node_call(std::string_view function, Body&& body) noexcept {
+  try {
+    LibraryState& lib = library();
+    std::unique_lock lock(lib.mutex);
+    Simulator* sim = lib.sim.get();
+    if (sim == nullptr) return NVML_ERROR_UNINITIALIZED;
+    double t = sim->now();
+    if (const nvmlReturn_t r = apply_faults(lock, function, std::nullopt, sim, t); r != NVML_SUCCESS) return r;
+    return body(*sim, t);
+  } catch (...) {
+    return NVML_ERROR_UNKNOWN;
+  }
+}
+
+// A call about one device. body(Simulator&, SimDevice&, double t) -> nvmlReturn_t.
+template <class Body>
+nvmlReturn_t device_call(std::string_view function, nvmlDevice_t handle, Body&& body) noexcept {
+  try {
+    LibraryState& lib = library();
+    std::unique_lock lock(lib.mutex);
+    Simulator* sim = lib.sim.get();
+    if (sim == nullptr) return NVML_ERROR_UNINITIALIZED;
+    SimDevice* device = sim->find(handle);
+    if (device == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    double t = sim->now();
+    if (const nvmlReturn_t r = apply_faults(lock, function, device->index, sim, t); r != NVML_SUCCESS) return r;
+    return body(*sim, *device, t);
+  } catch (...) {
+    return NVML_ERROR_UNKNOWN;
+  }
+}
+
+// Copies `text` into a caller's buffer the way NVML does: INSUFFICIENT_SIZE unless it fits whole.
+nvmlReturn_t copy_string(std::string_view text, char* buffer, unsigned int length);
+
+}  // namespace gpuscope::sim

@@ -1,0 +1,135 @@
+// NVML's process queries: running compute/graphics/MPS processes in their three struct versions,
+// with NVML's count-probe protocol, and per-process utilization samples.
+#include <cmath>
+#include <vector>
+
+#include "nvml/nvml_abi.h"
+#include "sim/library_state.h"
+
+using namespace gpuscope::sim;
+
+namespace {
+
+constexpr unsigned kNoInstance = 0xFFFFFFFFU;
+
+enum class ListKind { kCompute, kGraphics, kMps };
+
+[[maybe_unused]] void fill(nvmlProcessInfo_t& info, const GpuProcess& p) {
+  info.pid = p.pid;
+  info.usedGpuMemory = static_cast<unsigned long long>(p.used_bytes);
+  info.gpuInstanceId = kNoInstance;  // outside MIG
+  info.computeInstanceId = kNoInstance;
+}
+
+void fill(nvmlProcessInfo_v1_t& info, const GpuProcess& p) {
+  info.pid = p.pid;
+  info.usedGpuMemory = static_cast<unsigned long long>(p.used_bytes);
+}
+
+// NVML's protocol: a count smaller than the list gets the list's size and INSUFFICIENT_SIZE
+// (infos may be NULL then); a count large enough gets the list and its size.
+template <class Info>
+nvmlReturn_t running_processes(std::string_view function, ListKind kind, bool v3, nvmlDevice_t device,
+                               unsigned int* infoCount, Info* infos) {
+  return device_call(function, device, [&](Simulator& sim, SimDevice& d, double t) {
+    if (v3 && sim.scenario().node.driver_profile == DriverProfile::kR535) {
+      // Driver 535.98 shipped these symbols but answered as if they were missing.
+      return NVML_ERROR_FUNCTION_NOT_FOUND;
+    }
+    if (infoCount == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    std::vector<GpuProcess> list;
+    if (kind != ListKind::kMps) {  // no scenario runs an MPS server
+      const ProcessType want = kind == ListKind::kCompute ? ProcessType::kCompute : ProcessType::kGraphics;
+      for (const GpuProcess& p : sim.processes(d.index, t)) {
+        if (p.type == want) list.push_back(p);
+      }
+    }
+    const auto n = static_cast<unsigned>(list.size());
+    if (*infoCount < n) {
+      *infoCount = n;
+      if (kind == ListKind::kCompute) sim.faults().note_count_probe(d.index, t);
+      return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    if (n > 0 && infos == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    for (unsigned i = 0; i < n; ++i) fill(infos[i], list[i]);
+    *infoCount = n;
+    return NVML_SUCCESS;
+  });
+}
+
+}  // namespace
+
+#if !GPUSCOPE_SIM_LEGACY
+GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
+                                                                         nvmlProcessInfo_t* infos) {
+  return running_processes("nvmlDeviceGetComputeRunningProcesses_v3", ListKind::kCompute, true, device, infoCount,
+                           infos);
+}
+GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device,
+                                                                          unsigned int* infoCount,
+                                                                          nvmlProcessInfo_t* infos) {
+  return running_processes("nvmlDeviceGetGraphicsRunningProcesses_v3", ListKind::kGraphics, true, device,
+                           infoCount, infos);
+}
+GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device,
+                                                                            unsigned int* infoCount,
+                                                                            nvmlProcessInfo_t* infos) {
+  return running_processes("nvmlDeviceGetMPSComputeRunningProcesses_v3", ListKind::kMps, true, device, infoCount,
+                           infos);
+}
+#endif
+
+GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int* infoCount,
+                                                                         nvmlProcessInfo_v1_t* infos) {
+  return running_processes("nvmlDeviceGetComputeRunningProcesses_v2", ListKind::kCompute, false, device, infoCount,
+                           infos);
+}
+GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int* infoCount,
+                                                                      nvmlProcessInfo_v1_t* infos) {
+  return running_processes("nvmlDeviceGetComputeRunningProcesses", ListKind::kCompute, false, device, infoCount,
+                           infos);
+}
+GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device,
+                                                                          unsigned int* infoCount,
+                                                                          nvmlProcessInfo_v1_t* infos) {
+  return running_processes("nvmlDeviceGetGraphicsRunningProcesses_v2", ListKind::kGraphics, false, device,
+                           infoCount, infos);
+}
+GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device, unsigned int* infoCount,
+                                                                       nvmlProcessInfo_v1_t* infos) {
+  return running_processes("nvmlDeviceGetGraphicsRunningProcesses", ListKind::kGraphics, false, device, infoCount,
+                           infos);
+}
+
+// One sample per process per 1 s cell, stamped with the cell's start; the GPU's activity is shared
+// evenly among the processes on it.
+GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
+                                                                 nvmlProcessUtilizationSample_t* utilization,
+                                                                 unsigned int* processSamplesCount,
+                                                                 unsigned long long lastSeenTimeStamp) {
+  return device_call("nvmlDeviceGetProcessUtilization", device, [&](Simulator& sim, SimDevice& d, double t) {
+    if (processSamplesCount == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    const double cell_start = std::floor(std::max(0.0, t) / kCellS) * kCellS;
+    const auto stamp = static_cast<unsigned long long>(std::max<std::int64_t>(0, sim.clock().wall_ns_at(cell_start) / 1000));
+    const std::vector<GpuProcess> procs = sim.processes(d.index, t);
+    if (procs.empty() || stamp <= lastSeenTimeStamp) return NVML_ERROR_NOT_FOUND;
+    const auto n = static_cast<unsigned>(procs.size());
+    if (utilization == nullptr || *processSamplesCount < n) {
+      *processSamplesCount = n;
+      return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    const Reading& r = d.physics.at(t);
+    const auto share = [&](double ratio) { return static_cast<unsigned>(std::lround(ratio * 100.0 / n)); };
+    for (unsigned i = 0; i < n; ++i) {
+      nvmlProcessUtilizationSample_t& s = utilization[i];
+      s.pid = procs[i].pid;
+      s.timeStamp = stamp;
+      s.smUtil = share(r.activity.util_gpu);
+      s.memUtil = share(r.activity.util_mem);
+      s.encUtil = 0;
+      s.decUtil = 0;
+    }
+    *processSamplesCount = n;
+    return NVML_SUCCESS;
+  });
+}

@@ -1,0 +1,124 @@
+// The scenario a simulated node plays: its GPUs, what runs on them over time, health events and
+// injected driver faults. Parsed from YAML (scenario_parser.h); everything else reads only this.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/gpu_catalog.h"
+
+namespace gpuscope::sim {
+
+inline constexpr double kForever = std::numeric_limits<double>::infinity();
+
+enum class Profile {
+  kIdle,
+  kTraining,
+  kDataStarved,
+  kMemoryBound,
+  kNoTensor,
+  kSmallKernels,
+  kInferenceBursty,
+  kThermalRunaway,
+  kMemoryLeak,
+  kStalled,
+  kStraggler,
+};
+inline constexpr std::array<std::string_view, 11> kProfileNames{
+    "idle",         "training",         "data_starved",    "memory_bound", "no_tensor", "small_kernels",
+    "inference_bursty", "thermal_runaway", "memory_leak", "stalled",      "straggler"};
+inline std::string_view profile_name(Profile p) { return kProfileNames[static_cast<std::size_t>(p)]; }
+
+// A profile and its knobs; 0 means "the profile's default".
+struct WorkloadSpec {
+  Profile profile = Profile::kIdle;
+  double period_s = 0;  // data_starved: load/compute cycle; inference_bursty: mean gap between bursts
+  double slowdown = 0;  // straggler: clock factor in (0, 1]
+  double ramp_s = 0;    // thermal_runaway: time for the cooling to lose half its capacity
+  double level = 1.0;   // scales the activity of busy profiles, in (0, 1.2]
+};
+
+// From `at_s` on (scenario seconds) the GPU runs `spec`, until the next phase.
+struct Phase {
+  double at_s = 0;
+  WorkloadSpec spec;
+};
+
+struct GpuSpec {
+  const GpuModel* model = nullptr;
+  double power_limit_w = 0;  // configured limit (nvmlDeviceGetPowerManagementLimit)
+  unsigned pcie_gen = 0;     // current link generation while busy
+  unsigned pcie_width = 0;
+  bool mig_enabled = false;
+  std::vector<Phase> phases;  // sorted by at_s; phases[0].at_s == 0
+};
+
+enum class ProcessType { kCompute, kGraphics };
+
+struct ProcessSpec {
+  unsigned pid = 0;
+  std::string name;
+  std::vector<unsigned> gpus;
+  double memory_bytes = 0;  // on each of its GPUs
+  ProcessType type = ProcessType::kCompute;
+  double start_s = 0;
+  double end_s = kForever;
+  double leak_bytes_per_s = 0;
+};
+
+enum class EventKind { kXid, kSingleBitEcc, kDoubleBitEcc, kRowRemap, kPowerCap };
+enum class RowRemapKind { kCorrectable, kUncorrectable, kPending, kFailure };
+
+struct ScenarioEvent {
+  double at_s = 0;
+  unsigned gpu = 0;
+  EventKind kind = EventKind::kXid;
+  unsigned long long xid = 0;
+  unsigned count = 1;  // ECC errors in this event
+  RowRemapKind remap = RowRemapKind::kCorrectable;
+  double limit_w = 0;  // power cap
+  double duration_s = kForever;
+};
+
+enum class FaultType { kError, kSlow, kGpuLost, kProcessListGrows };
+
+struct FaultSpec {
+  FaultType type = FaultType::kError;
+  std::string function = "*";  // an exported symbol, or "*" for every function but init/shutdown/errorString
+  std::optional<unsigned> gpu;  // empty: every GPU (and calls that name no GPU)
+  int error = 999;              // nvmlReturn_t
+  double delay_s = 0;
+  double at_s = 0;
+  double end_s = kForever;
+  unsigned extra = 1;  // process_list_grows: processes that appear after each count probe
+  unsigned times = 1;  // process_list_grows: how many probes see the list grow
+};
+
+enum class DriverProfile { kCurrent, kR535 };
+
+struct NodeSpec {
+  std::string hostname = "sim-node";
+  std::string driver_version = "550.54.15";
+  int cuda_driver_version = 12040;
+  DriverProfile driver_profile = DriverProfile::kCurrent;
+  bool driver_loaded = true;
+};
+
+struct Scenario {
+  std::string source;  // file path, or "<built-in>"
+  std::string description;
+  std::uint64_t seed = 42;
+  std::optional<std::int64_t> start_unix_ns;
+  NodeSpec node;
+  std::vector<GpuSpec> gpus;
+  std::vector<ProcessSpec> processes;
+  std::vector<ScenarioEvent> events;  // sorted by time (stable)
+  std::vector<FaultSpec> faults;
+};
+
+}  // namespace gpuscope::sim

@@ -1,0 +1,158 @@
+#include "sim/simulator.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+#include "sim/noise.h"
+#include "sim/scenario_parser.h"
+
+namespace gpuscope::sim {
+namespace {
+
+std::vector<PowerCapWindow> power_caps(const Scenario& s, unsigned gpu) {
+  std::vector<PowerCapWindow> out;
+  for (const ScenarioEvent& e : s.events) {
+    if (e.kind == EventKind::kPowerCap && e.gpu == gpu) out.push_back({e.at_s, e.at_s + e.duration_s, e.limit_w});
+  }
+  return out;
+}
+
+std::optional<std::string> env(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return std::string(v);
+}
+
+}  // namespace
+
+std::expected<std::unique_ptr<Simulator>, Simulator::InitFailure> Simulator::create() {
+  const std::optional<std::string> path = env("GPUSCOPE_SIM_SCENARIO");
+  auto scenario = path ? load_scenario_file(*path) : parse_scenario(builtin_scenario_yaml(), kBuiltinScenarioSource);
+  if (!scenario) return std::unexpected(InitFailure{NVML_ERROR_UNKNOWN, scenario.error()});
+  if (!scenario->node.driver_loaded) return std::unexpected(InitFailure{NVML_ERROR_DRIVER_NOT_LOADED, ""});
+
+  SimClock clock = SimClock::real();
+  if (const auto t = env("GPUSCOPE_SIM_TIME")) {
+    char* end = nullptr;
+    errno = 0;
+    const double seconds = std::strtod(t->c_str(), &end);
+    if (errno != 0 || end != t->c_str() + t->size() || !std::isfinite(seconds)) {
+      return std::unexpected(
+          InitFailure{NVML_ERROR_UNKNOWN, "GPUSCOPE_SIM_TIME: '" + *t + "' is not a number of seconds"});
+    }
+    clock = SimClock::frozen(scenario->start_unix_ns.value_or(kDefaultVirtualEpochNs), seconds);
+  }
+  return std::unique_ptr<Simulator>(new Simulator(std::move(*scenario), clock));
+}
+
+Simulator::Simulator(Scenario scenario, SimClock clock)
+    : scenario_(std::move(scenario)),
+      clock_(clock),
+      faults_(scenario_.faults),
+      processes_(scenario_),
+      events_(deliverable_events(scenario_)) {
+  for (unsigned i = 0; i < scenario_.gpus.size(); ++i) {
+    const GpuSpec& spec = scenario_.gpus[i];
+    devices_.push_back(std::unique_ptr<SimDevice>(new SimDevice{
+        i, spec, *spec.model, make_identity(scenario_.seed, i, *spec.model),
+        GpuPhysics(spec, power_caps(scenario_, i), scenario_.seed, i)}));
+  }
+}
+
+SimDevice* Simulator::find(nvmlDevice_t handle) {
+  for (auto& d : devices_) {
+    if (Simulator::handle(*d) == handle) return d.get();
+  }
+  return nullptr;
+}
+
+std::vector<GpuProcess> Simulator::processes(unsigned gpu, double t) const {
+  return processes_.on_gpu(gpu, std::max(0.0, t), faults_.extra_processes(gpu, t));
+}
+
+std::optional<std::string_view> Simulator::process_name(unsigned pid, double t) const {
+  if (auto name = processes_.name_of(pid)) return name;
+  for (unsigned gpu = 0; gpu < device_count(); ++gpu) {
+    const unsigned extra = faults_.extra_processes(gpu, t);
+    for (unsigned i = 0; i < extra; ++i) {
+      if (ProcessTable::extra_pid(gpu, i) == pid) return ProcessTable::kExtraName;
+    }
+  }
+  return std::nullopt;
+}
+
+HealthCounts Simulator::health(unsigned gpu, double t) const {
+  HealthCounts h;
+  const GpuModel& model = *scenario_.gpus.at(gpu).model;
+  const Noise noise(scenario_.seed, gpu);
+  std::uint64_t page = 0;
+  const auto retire = [&](int cause) {
+    // 4 KiB pages somewhere in the frame buffer; the address only has to be stable.
+    const std::uint64_t pages = model.memory_mib * 256;
+    h.retired_pages.push_back({cause, (noise.bits(Signal::kRetiredPage, page++) % pages) * 4096});
+  };
+  for (const ScenarioEvent& e : scenario_.events) {
+    if (e.gpu != gpu || e.at_s > t) continue;
+    switch (e.kind) {
+      case EventKind::kSingleBitEcc:
+        h.sbe += e.count;
+        if (model.has_page_retirement() && e.count >= 2) retire(NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS);
+        break;
+      case EventKind::kDoubleBitEcc:
+        h.dbe += e.count;
+        if (model.has_page_retirement()) retire(NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR);
+        break;
+      case EventKind::kRowRemap:
+        switch (e.remap) {
+          case RowRemapKind::kCorrectable:
+            ++h.remapped_correctable;
+            break;
+          case RowRemapKind::kUncorrectable:
+            ++h.remapped_uncorrectable;
+            break;
+          case RowRemapKind::kPending:
+            h.remap_pending = true;
+            break;
+          case RowRemapKind::kFailure:
+            h.remap_failure = true;
+            break;
+        }
+        break;
+      case EventKind::kXid:
+      case EventKind::kPowerCap:
+        break;
+    }
+  }
+  return h;
+}
+
+nvmlEventSet_t Simulator::create_event_set(double t) {
+  auto set = std::make_unique<EventSet>(events_, t, devices_.size());
+  const auto handle = reinterpret_cast<nvmlEventSet_t>(set.get());
+  event_sets_.emplace(handle, std::move(set));
+  return handle;
+}
+
+EventSet* Simulator::find(nvmlEventSet_t handle) {
+  const auto it = event_sets_.find(handle);
+  return it == event_sets_.end() ? nullptr : it->second.get();
+}
+
+bool Simulator::free_event_set(nvmlEventSet_t handle) { return event_sets_.erase(handle) == 1; }
+
+nvmlGpmSample_t Simulator::alloc_gpm_sample() {
+  auto sample = std::make_unique<GpmSample>();
+  const auto handle = reinterpret_cast<nvmlGpmSample_t>(sample.get());
+  gpm_samples_.emplace(handle, std::move(sample));
+  return handle;
+}
+
+GpmSample* Simulator::find(nvmlGpmSample_t handle) {
+  const auto it = gpm_samples_.find(handle);
+  return it == gpm_samples_.end() ? nullptr : it->second.get();
+}
+
+bool Simulator::free_gpm_sample(nvmlGpmSample_t handle) { return gpm_samples_.erase(handle) == 1; }
+
+}  // namespace gpuscope::sim

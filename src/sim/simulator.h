@@ -1,0 +1,107 @@
+// The simulated node between nvmlInit and the last nvmlShutdown: the scenario, its clock, the GPUs
+// and their physics, processes, health counters, faults, event sets and GPM samples.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "nvml/nvml_abi.h"
+#include "sim/event_sets.h"
+#include "sim/faults.h"
+#include "sim/gpu_physics.h"
+#include "sim/identity.h"
+#include "sim/process_table.h"
+#include "sim/scenario.h"
+#include "sim/sim_clock.h"
+
+namespace gpuscope::sim {
+
+struct SimDevice {
+  unsigned index;
+  const GpuSpec& spec;
+  const GpuModel& model;
+  GpuIdentity identity;
+  GpuPhysics physics;
+};
+
+struct RetiredPage {
+  int cause;  // nvmlPageRetirementCause_t
+  unsigned long long address;
+};
+
+// ECC and memory-repair state of one GPU at a time, from the scenario's events so far.
+struct HealthCounts {
+  unsigned long long sbe = 0, dbe = 0;  // volatile = aggregate: the node's driver loaded at t = 0
+  unsigned remapped_correctable = 0, remapped_uncorrectable = 0;
+  bool remap_pending = false, remap_failure = false;
+  std::vector<RetiredPage> retired_pages;
+};
+
+// What a GPM sample holds: the GPU, when it was taken, and the integrals of every metric then.
+struct GpmSample {
+  bool taken = false;
+  unsigned gpu = 0;
+  double t = 0;
+  std::array<double, kMetricCount> integral{};
+  std::array<double, kMetricCount> instant{};
+};
+
+class Simulator {
+ public:
+  struct InitFailure {
+    nvmlReturn_t code;
+    std::string message;  // "<file>:<line>: <what>"; empty when there is nothing to tell
+  };
+  // Loads env GPUSCOPE_SIM_SCENARIO (or the built-in scenario) and env GPUSCOPE_SIM_TIME.
+  static std::expected<std::unique_ptr<Simulator>, InitFailure> create();
+
+  Simulator(const Simulator&) = delete;
+  Simulator& operator=(const Simulator&) = delete;
+
+  const Scenario& scenario() const { return scenario_; }
+  SimClock& clock() { return clock_; }
+  // Scenario time now; the model treats negative time as its start.
+  double now() const { return clock_.t(); }
+  std::int64_t virtual_epoch_ns() const { return scenario_.start_unix_ns.value_or(kDefaultVirtualEpochNs); }
+
+  unsigned device_count() const { return static_cast<unsigned>(devices_.size()); }
+  SimDevice& device(unsigned index) { return *devices_.at(index); }
+  SimDevice* find(nvmlDevice_t handle);
+  static nvmlDevice_t handle(SimDevice& d) { return reinterpret_cast<nvmlDevice_t>(&d); }
+
+  FaultBook& faults() { return faults_; }
+  // The processes on a GPU at t, with those a fault added.
+  std::vector<GpuProcess> processes(unsigned gpu, double t) const;
+  std::optional<std::string_view> process_name(unsigned pid, double t) const;
+
+  HealthCounts health(unsigned gpu, double t) const;
+
+  nvmlEventSet_t create_event_set(double t);
+  EventSet* find(nvmlEventSet_t handle);
+  bool free_event_set(nvmlEventSet_t handle);
+  std::span<const DeliverableEvent> events() const { return events_; }
+
+  nvmlGpmSample_t alloc_gpm_sample();
+  GpmSample* find(nvmlGpmSample_t handle);
+  bool free_gpm_sample(nvmlGpmSample_t handle);
+
+ private:
+  Simulator(Scenario scenario, SimClock clock);
+
+  Scenario scenario_;
+  SimClock clock_;
+  std::vector<std::unique_ptr<SimDevice>> devices_;
+  FaultBook faults_;
+  ProcessTable processes_;
+  std::vector<DeliverableEvent> events_;
+  std::unordered_map<nvmlEventSet_t, std::unique_ptr<EventSet>> event_sets_;
+  std::unordered_map<nvmlGpmSample_t, std::unique_ptr<GpmSample>> gpm_samples_;
+};
+
+}  // namespace gpuscope::sim

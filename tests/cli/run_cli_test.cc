@@ -1,0 +1,165 @@
+#include "cli/run_cli.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "cli_runner.h"
+
+namespace gpuscope::cli {
+namespace {
+
+using ::testing::EndsWith;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using testing::run_gpuscope;
+
+// A usage error is exactly one line on stderr, naming gpuscope, and nothing on stdout.
+void expect_usage_error(const testing::CliResult& r, const std::string& line) {
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "gpuscope: " + line + "\n");
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(RunCli, Version) {
+  auto r = run_gpuscope({"--version"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, "gpuscope 0.1.0\n");
+}
+
+TEST(RunCli, VersionAfterTheVerb) {
+  auto r = run_gpuscope({"dmon", "--version"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out, "gpuscope 0.1.0\n");
+}
+
+TEST(RunCli, HelpDocumentsExitCodesAndGlobalFlags) {
+  auto r = run_gpuscope({"--help"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_THAT(r.out, HasSubstr("Exit codes:"));
+  EXPECT_THAT(r.out, HasSubstr("  3  no NVML library found"));
+  EXPECT_THAT(r.out, HasSubstr("--simulate[=SCENARIO]"));
+  EXPECT_THAT(r.out, HasSubstr("--nvml-lib PATH"));
+  EXPECT_EQ(r.err, "");
+}
+
+TEST(RunCli, EveryVerbHasHelpWithAnExample) {
+  for (const char* verb : {"list", "info", "query", "dmon"}) {
+    auto r = run_gpuscope({verb, "--help"});
+    EXPECT_EQ(r.code, 0) << verb;
+    EXPECT_THAT(r.out, HasSubstr(std::string("Usage: gpuscope ") + verb)) << verb;
+    EXPECT_THAT(r.out, HasSubstr("Example:\n  gpuscope ")) << verb;
+    EXPECT_THAT(r.out, HasSubstr("Exit codes:")) << verb;
+    EXPECT_EQ(r.err, "") << verb;
+  }
+}
+
+TEST(RunCli, NoVerbIsAUsageError) {
+  expect_usage_error(run_gpuscope({}), "no command given (list, info, query, dmon; see 'gpuscope --help')");
+}
+
+TEST(RunCli, UnknownVerbIsAUsageError) {
+  expect_usage_error(run_gpuscope({"top"}), "unknown command 'top' (list, info, query, dmon; see 'gpuscope --help')");
+}
+
+TEST(RunCli, UnknownGlobalFlagIsAUsageError) {
+  expect_usage_error(run_gpuscope({"--bogus", "list"}), "unknown option '--bogus' (see 'gpuscope --help')");
+}
+
+TEST(RunCli, UnknownVerbFlagNamesTheFlag) {
+  auto r = run_gpuscope({"list", "--bogus"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, StartsWith("gpuscope: "));
+  EXPECT_THAT(r.err, HasSubstr("--bogus"));
+  EXPECT_THAT(r.err, EndsWith("(see 'gpuscope list --help')\n"));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+}
+
+TEST(RunCli, MissingOptionValueIsOneLine) {
+  auto r = run_gpuscope({"query", "--query-gpu=index", "-l"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, StartsWith("gpuscope: "));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+}
+
+TEST(RunCli, UnknownFieldNamesTheOffenderBeforeTouchingNvml) {
+  // No library is loadable here (--nvml-lib points nowhere): the usage error must come first.
+  expect_usage_error(run_gpuscope({"--nvml-lib", "/nonexistent/libnvidia-ml.so.1", "query",
+                                   "--query-gpu=index,temprature.gpu"}),
+                     "unknown field 'temprature.gpu' in --query-gpu");
+}
+
+TEST(RunCli, BadDmonGroupLetter) {
+  expect_usage_error(run_gpuscope({"dmon", "-s", "pz"}), "unknown metric group 'z' in -s 'pz' (any of pucvmet)");
+}
+
+TEST(RunCli, NoLibraryExitsThreeAndSuggestsSimulate) {
+  for (const char* verb : {"list", "info"}) {
+    auto r = run_gpuscope({verb, "--nvml-lib", "/nonexistent/libnvidia-ml.so.1"});
+    EXPECT_EQ(r.code, 3) << verb;
+    EXPECT_THAT(r.err, StartsWith("gpuscope: NVML library not found"));
+    EXPECT_THAT(r.err, HasSubstr("/nonexistent/libnvidia-ml.so.1"));
+    EXPECT_THAT(r.err, HasSubstr("--simulate"));
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+  }
+}
+
+TEST(ParseCommandLine, SimulateWithoutScenario) {
+  std::vector<const char*> argv{"gpuscope", "--simulate", "list"};
+  auto cl = parse_command_line(argv);
+  ASSERT_TRUE(cl.has_value());
+  EXPECT_TRUE(cl->global.simulate);
+  EXPECT_EQ(cl->global.scenario, "");
+  EXPECT_EQ(cl->verb, "list");
+}
+
+TEST(ParseCommandLine, SimulateWithScenarioFile) {
+  std::vector<const char*> argv{"gpuscope", "query", "--simulate=scenarios/thermal.yaml", "--query-gpu=index"};
+  auto cl = parse_command_line(argv);
+  ASSERT_TRUE(cl.has_value());
+  EXPECT_TRUE(cl->global.simulate);
+  EXPECT_EQ(cl->global.scenario, "scenarios/thermal.yaml");
+  EXPECT_EQ(cl->verb, "query");
+  EXPECT_EQ(cl->verb_args, std::vector<std::string>{"--query-gpu=index"});
+}
+
+TEST(ParseCommandLine, BareSimulateDoesNotSwallowTheVerb) {
+  std::vector<const char*> argv{"gpuscope", "--simulate", "dmon", "-c", "1"};
+  auto cl = parse_command_line(argv);
+  ASSERT_TRUE(cl.has_value());
+  EXPECT_EQ(cl->verb, "dmon");
+  EXPECT_EQ(cl->verb_args, (std::vector<std::string>{"-c", "1"}));
+}
+
+TEST(ParseCommandLine, EmptyScenarioIsAnError) {
+  std::vector<const char*> argv{"gpuscope", "--simulate=", "list"};
+  auto cl = parse_command_line(argv);
+  ASSERT_FALSE(cl.has_value());
+  EXPECT_EQ(cl.error(), "--simulate= needs a scenario file after '='");
+}
+
+TEST(ParseCommandLine, NvmlLibBeforeOrAfterTheVerb) {
+  for (auto argv : {std::vector<const char*>{"gpuscope", "--nvml-lib", "/x/lib.so", "info"},
+                    std::vector<const char*>{"gpuscope", "info", "--nvml-lib=/x/lib.so"}}) {
+    auto cl = parse_command_line(argv);
+    ASSERT_TRUE(cl.has_value());
+    EXPECT_EQ(cl->global.nvml_lib, "/x/lib.so");
+    EXPECT_EQ(cl->verb, "info");
+    EXPECT_TRUE(cl->verb_args.empty());
+  }
+}
+
+TEST(ParseCommandLine, NvmlLibNeedsAPath) {
+  std::vector<const char*> argv{"gpuscope", "info", "--nvml-lib"};
+  EXPECT_FALSE(parse_command_line(argv).has_value());
+}
+
+TEST(ParseCommandLine, HelpAfterTheVerbIsTheVerbs) {
+  std::vector<const char*> argv{"gpuscope", "query", "--help"};
+  auto cl = parse_command_line(argv);
+  ASSERT_TRUE(cl.has_value());
+  EXPECT_FALSE(cl->help);
+  EXPECT_EQ(cl->verb_args, std::vector<std::string>{"--help"});
+}
+
+}  // namespace
+}  // namespace gpuscope::cli

@@ -1,0 +1,120 @@
+// The verbs run in-process against gpuscope's simulated NVML (the built-in 8 x H100 node), with the
+// simulated clock frozen so readings repeat.
+#include <cstdlib>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+
+namespace gpuscope::cli {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using testing::run_gpuscope;
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    auto nl = text.find('\n', start);
+    if (nl == std::string::npos) nl = text.size();
+    lines.push_back(text.substr(start, nl - start));
+    start = nl + 1;
+  }
+  return lines;
+}
+
+class SimulatedVerbs : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // A scenario left in the environment by an earlier --simulate=FILE would change the node.
+    unsetenv("GPUSCOPE_SIM_SCENARIO");
+    setenv("GPUSCOPE_SIM_TIME", "600", 1);
+  }
+  void TearDown() override { unsetenv("GPUSCOPE_SIM_TIME"); }
+
+  static testing::CliResult sim(std::vector<std::string> args, const std::atomic<bool>* stop = nullptr) {
+    args.insert(args.begin(), {"--simulate", "--nvml-lib", GPUSCOPE_SIM_LIB});
+    return run_gpuscope(std::move(args), stop);
+  }
+};
+
+TEST_F(SimulatedVerbs, ListHasOneLinePerGpu) {
+  auto r = sim({"list"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 8u);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_THAT(lines[i], StartsWith("GPU " + std::to_string(i) + ": NVIDIA H100 80GB HBM3 (UUID: GPU-"));
+  }
+}
+
+TEST_F(SimulatedVerbs, InfoJsonNamesTheSimulatorLibrary) {
+  auto r = sim({"info", "--format", "json", "-i", "0"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["system"]["simulated"], true);
+  EXPECT_THAT(doc["system"]["library_path"].get<std::string>(), HasSubstr("libnvidia-ml.so.1"));
+  ASSERT_EQ(doc["gpus"].size(), 1u);
+  EXPECT_TRUE(doc["gpus"][0]["memory_total_bytes"].is_number_integer());
+}
+
+TEST_F(SimulatedVerbs, QueryCsvHeaderOnceAndOneLinePerSelectedGpu) {
+  auto r = sim({"query", "--query-gpu=index,timestamp,utilization.gpu,memory.used", "-i", "0,1"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0], "index, timestamp, utilization.gpu [%], memory.used [MiB]");
+  EXPECT_THAT(lines[1], StartsWith("0, 2026/01/01 00:10:00.000, "));
+  EXPECT_THAT(lines[2], StartsWith("1, "));
+  EXPECT_THAT(lines[1], ::testing::EndsWith(" MiB"));
+}
+
+TEST_F(SimulatedVerbs, QueryJsonIsNumeric) {
+  auto r = sim({"query", "--query-gpu=index,power.draw,temperature.gpu", "--format=json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(doc["gpus"].size(), 8u);
+  EXPECT_TRUE(doc["gpus"][0]["power.draw_watts"].is_number());
+  EXPECT_TRUE(doc["gpus"][0]["temperature.gpu_celsius"].is_number_integer());
+}
+
+TEST_F(SimulatedVerbs, UnknownGpuIdIsAUsageError) {
+  auto r = sim({"query", "--query-gpu=index", "-i", "0,9"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "gpuscope: unknown GPU '9' in -i\n");
+  EXPECT_EQ(r.out, "");
+}
+
+TEST_F(SimulatedVerbs, DmonPrintsCountSetsAndViolationsFromTheSecondOn) {
+  auto r = sim({"dmon", "-s", "pv", "-c", "2", "-i", "0"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0], "# gpu   pwr gtemp mtemp pviol tviol");
+  EXPECT_EQ(lines[1], "# Idx     W     C     C     %  bool");
+  EXPECT_THAT(lines[2], ::testing::EndsWith("     -     -"));
+  EXPECT_THAT(lines[3], ::testing::Not(::testing::EndsWith("     -     -")));
+}
+
+TEST_F(SimulatedVerbs, LoopRunsUntilStoppedAndExitsZero) {
+  std::atomic<bool> stop{false};
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(450));
+    stop = true;
+  });
+  auto r = sim({"query", "--query-gpu=index,power.draw", "-i", "0", "-lms", "100"}, &stop);
+  stopper.join();
+  EXPECT_EQ(r.code, 0) << r.err;
+  auto lines = lines_of(r.out);
+  ASSERT_GE(lines.size(), 3u);  // the header once, then at least two readings
+  EXPECT_EQ(lines[0], "index, power.draw [W]");
+  for (std::size_t i = 1; i < lines.size(); ++i) EXPECT_THAT(lines[i], StartsWith("0, "));
+}
+
+}  // namespace
+}  // namespace gpuscope::cli

@@ -1,0 +1,81 @@
+#include "export/gpu_query.h"
+
+#include <gtest/gtest.h>
+
+#include "export/sample_gpus.h"
+
+namespace gpuscope::exporter {
+namespace {
+
+using model::FieldId;
+
+TEST(ParseGpuQuery, ResolvesIdentityAndCatalogNames) {
+  auto cols = parse_gpu_query("index,name,temperature.gpu,memory.used");
+  ASSERT_TRUE(cols.has_value());
+  ASSERT_EQ(cols->size(), 4u);
+  EXPECT_EQ(std::get<IdentityColumn>((*cols)[0].source), IdentityColumn::kIndex);
+  EXPECT_EQ(std::get<IdentityColumn>((*cols)[1].source), IdentityColumn::kName);
+  EXPECT_EQ(std::get<FieldId>((*cols)[2].source), FieldId::kGpuTemp);
+  EXPECT_EQ(std::get<FieldId>((*cols)[3].source), FieldId::kFbUsed);
+}
+
+TEST(ParseGpuQuery, TrimsBlanksAroundNames) {
+  auto cols = parse_gpu_query(" index , utilization.gpu");
+  ASSERT_TRUE(cols.has_value());
+  EXPECT_EQ((*cols)[0].name, "index");
+  EXPECT_EQ((*cols)[1].name, "utilization.gpu");
+}
+
+TEST(ParseGpuQuery, RejectsAnUnknownNameAndNamesIt) {
+  auto cols = parse_gpu_query("index,temprature.gpu,name");
+  ASSERT_FALSE(cols.has_value());
+  EXPECT_EQ(cols.error().name, "temprature.gpu");
+}
+
+TEST(ParseGpuQuery, CatalogFieldsWithoutAnSmiNameAreNotQueryable) {
+  // sm_active has no nvidia-smi name: its catalog key must not be accepted as one.
+  auto cols = parse_gpu_query("sm_active_ratio");
+  ASSERT_FALSE(cols.has_value());
+  EXPECT_EQ(cols.error().name, "sm_active_ratio");
+}
+
+TEST(ParseGpuQuery, RejectsAnEmptyEntry) {
+  auto cols = parse_gpu_query("index,,name");
+  ASSERT_FALSE(cols.has_value());
+  EXPECT_EQ(cols.error().name, "");
+  EXPECT_FALSE(parse_gpu_query("").has_value());
+}
+
+TEST(ParseGpuQuery, AliasesPrintTheCanonicalName) {
+  auto cols = parse_gpu_query("gpu_name,gpu_bus_id,clocks.current.sm,clocks_throttle_reasons.active");
+  ASSERT_TRUE(cols.has_value());
+  EXPECT_EQ((*cols)[0].name, "name");
+  EXPECT_EQ((*cols)[1].name, "pci.bus_id");
+  EXPECT_EQ((*cols)[2].name, "clocks.sm");
+  EXPECT_EQ(std::get<FieldId>((*cols)[3].source), FieldId::kClocksEventReasons);
+}
+
+TEST(ParseGpuQuery, EveryListedNameParses) {
+  for (const auto& name : gpu_query_names()) {
+    EXPECT_TRUE(parse_gpu_query(name).has_value()) << name;
+  }
+}
+
+TEST(IdentityText, ReadsInfoAndSystem) {
+  auto system = testing::sample_system();
+  auto info = testing::h100_info();
+  auto sample = testing::h100_sample();
+  QueryContext ctx{system, testing::sample_time(), 8};
+  GpuView gpu{info, sample};
+  EXPECT_EQ(identity_text(IdentityColumn::kIndex, ctx, gpu), "0");
+  EXPECT_EQ(identity_text(IdentityColumn::kComputeCap, ctx, gpu), "9.0");
+  EXPECT_EQ(identity_text(IdentityColumn::kCount, ctx, gpu), "8");
+  EXPECT_EQ(identity_text(IdentityColumn::kDriverVersion, ctx, gpu), "580.65.06");
+  EXPECT_EQ(identity_text(IdentityColumn::kTimestamp, ctx, gpu), "2026/01/01 00:10:00.000");
+  EXPECT_EQ(identity_text(IdentityColumn::kMinorNumber, ctx, gpu), "0");
+  info.serial.reset();
+  EXPECT_EQ(identity_text(IdentityColumn::kSerial, ctx, gpu), std::nullopt);
+}
+
+}  // namespace
+}  // namespace gpuscope::exporter

@@ -1,0 +1,163 @@
+#include "nvml/nvml_backend.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "nvml/sim_fixture.h"
+
+namespace gpuscope::nvml {
+namespace {
+
+using model::FieldId;
+using model::ValueStatus;
+using testing::open_sim;
+using testing::ScenarioFile;
+
+TEST(NvmlBackend, DiscoversTheDefaultEightH100Node) {
+  auto b = open_sim("");
+  ASSERT_TRUE(b);
+  EXPECT_TRUE(b->system().simulated);
+  EXPECT_FALSE(b->system().driver_version.empty());
+  EXPECT_FALSE(b->system().nvml_version.empty());
+  EXPECT_TRUE(b->system().cuda_driver_version.has_value());
+  EXPECT_FALSE(b->system().hostname.empty());
+  EXPECT_NE(b->system().library_path.find("libnvidia-ml.so"), std::string::npos);
+  ASSERT_EQ(b->gpus().size(), 8u);
+  std::set<std::string> uuids, buses;
+  for (unsigned i = 0; i < 8; ++i) {
+    const auto& g = b->gpus()[i];
+    EXPECT_EQ(g.index, i);
+    EXPECT_EQ(g.name, "NVIDIA H100 80GB HBM3");
+    EXPECT_TRUE(g.uuid.starts_with("GPU-")) << g.uuid;
+    uuids.insert(g.uuid);
+    buses.insert(g.pci_bus_id);
+    EXPECT_EQ(g.minor_number, i);
+    EXPECT_EQ(g.device_name(), "nvidia" + std::to_string(i));
+    EXPECT_EQ(g.architecture, 9u);
+    EXPECT_EQ(g.cuda_cc_major, 9);
+    EXPECT_TRUE(g.gpm_supported);
+    EXPECT_EQ(g.pcie_max_gen, 5u);
+    EXPECT_EQ(g.pcie_max_width, 16u);
+    ASSERT_TRUE(g.memory_total_bytes.has_value());
+    EXPECT_EQ(*g.memory_total_bytes, 81559ull << 20) << "the reference table's H100 memory";
+    EXPECT_EQ(g.max_sm_clock_mhz, 1980u);
+    ASSERT_TRUE(g.power_limit_watts.has_value());
+    EXPECT_DOUBLE_EQ(*g.power_limit_watts, 700.0);
+  }
+  EXPECT_EQ(uuids.size(), 8u);
+  EXPECT_EQ(buses.size(), 8u);
+}
+
+TEST(NvmlBackend, ReadsEveryFieldAnH100Has) {
+  auto b = open_sim("");
+  ASSERT_TRUE(b);
+  auto snap = b->sample();
+  ASSERT_EQ(snap.gpus.size(), 8u);
+  for (const auto& g : snap.gpus) {
+    SCOPED_TRACE(g.index);
+    ASSERT_TRUE(g.up);
+    for (auto id : {FieldId::kSmClock, FieldId::kMemClock, FieldId::kGpuTemp, FieldId::kMemoryTemp,
+                    FieldId::kPowerUsage, FieldId::kTotalEnergy, FieldId::kGpuUtil, FieldId::kMemCopyUtil,
+                    FieldId::kFbTotal, FieldId::kFbUsed, FieldId::kFbFree, FieldId::kFbReserved,
+                    FieldId::kPowerViolation, FieldId::kThermalViolation, FieldId::kEccDbeVolTotal,
+                    FieldId::kUncorrectableRemappedRows, FieldId::kRowRemapFailure, FieldId::kGrEngineActive,
+                    FieldId::kSmActive, FieldId::kSmOccupancy, FieldId::kPipeTensorActive, FieldId::kDramActive,
+                    FieldId::kPcieRxBytes, FieldId::kPcieLinkGenCurrent, FieldId::kClocksEventReasons,
+                    FieldId::kPstate}) {
+      EXPECT_TRUE(g[id].valid()) << model::FieldCatalog::get(id).key << " status "
+                                 << static_cast<int>(g[id].status) << " code " << g[id].error_code;
+    }
+    // SXM boards have no fan; Hopper retires rows, not pages: unsupported, not zero.
+    EXPECT_EQ(g[FieldId::kFanSpeed].status, ValueStatus::kUnsupported);
+    EXPECT_EQ(g[FieldId::kRetiredSbe].status, ValueStatus::kUnsupported);
+    const double total = g[FieldId::kFbTotal].value;
+    const double sum = g[FieldId::kFbUsed].value + g[FieldId::kFbFree].value + g[FieldId::kFbReserved].value;
+    EXPECT_LE(sum, total);
+    EXPECT_GE(sum, total - 3) << "MiB rounding only";
+    for (auto id : {FieldId::kGrEngineActive, FieldId::kSmActive, FieldId::kSmOccupancy, FieldId::kPipeTensorActive,
+                    FieldId::kDramActive}) {
+      EXPECT_GE(g[id].value, 0.0);
+      EXPECT_LE(g[id].value, 1.0);
+    }
+    EXPECT_LE(g[FieldId::kSmActive].value, g[FieldId::kGrEngineActive].value + 1e-9);
+    EXPECT_LE(g[FieldId::kSmClock].value, g[FieldId::kMaxSmClock].value);
+    EXPECT_GT(g[FieldId::kPowerUsage].value, 50.0) << "a training job draws power";
+    ASSERT_FALSE(g.processes.empty());
+    for (const auto& p : g.processes) {
+      EXPECT_GT(p.pid, 0u);
+      EXPECT_FALSE(p.identity.name.empty()) << "the simulator names its pids";
+      ASSERT_TRUE(p.used_memory_bytes.has_value());
+      EXPECT_GT(*p.used_memory_bytes, 0u);
+    }
+  }
+  EXPECT_GT(snap.time.time_since_epoch().count(), 0);
+}
+
+TEST(NvmlBackend, SameTimeSameValues) {
+  auto a = open_sim("", 1234);
+  ASSERT_TRUE(a);
+  auto s1 = a->sample();
+  a.reset();
+  auto b = open_sim("", 1234);
+  ASSERT_TRUE(b);
+  auto s2 = b->sample();
+  ASSERT_EQ(s1.gpus.size(), s2.gpus.size());
+  EXPECT_EQ(s1.time, s2.time);
+  for (std::size_t i = 0; i < s1.gpus.size(); ++i) {
+    for (std::size_t f = 0; f < model::kFieldCount; ++f) {
+      EXPECT_EQ(s1.gpus[i].fields[f].status, s2.gpus[i].fields[f].status);
+      EXPECT_DOUBLE_EQ(s1.gpus[i].fields[f].value, s2.gpus[i].fields[f].value)
+          << model::FieldCatalog::all()[f].key;
+    }
+  }
+}
+
+TEST(NvmlBackend, VirtualClockMovesCounters) {
+  auto b = open_sim("", 100);
+  ASSERT_TRUE(b);
+  auto s1 = b->sample();
+  ASSERT_TRUE(b->set_sim_time(s1.time + std::chrono::seconds(60)));
+  auto s2 = b->sample();
+  EXPECT_EQ(s2.time - s1.time, std::chrono::seconds(60));
+  const double e1 = s1.gpus[0][FieldId::kTotalEnergy].value, e2 = s2.gpus[0][FieldId::kTotalEnergy].value;
+  // 60 s between 50 W and 700 W: 3 kJ to 42 kJ, in mJ.
+  EXPECT_GT(e2 - e1, 60 * 50 * 1000.0);
+  EXPECT_LT(e2 - e1, 60 * 700 * 1000.0);
+}
+
+TEST(NvmlBackend, OldDriverStillGivesProcessesButNoGpm) {
+  auto b = open_sim("", 600, /*legacy=*/true);
+  ASSERT_TRUE(b);
+  EXPECT_FALSE(b->gpus()[0].gpm_supported);
+  auto snap = b->sample();
+  for (const auto& g : snap.gpus) {
+    ASSERT_TRUE(g.up);
+    EXPECT_FALSE(g.processes.empty()) << "read through the _v2 fallback";
+    EXPECT_FALSE(g.processes_error_code.has_value());
+    for (auto id : {FieldId::kSmActive, FieldId::kGrEngineActive, FieldId::kPipeTensorActive, FieldId::kDramActive}) {
+      EXPECT_EQ(g[id].status, ValueStatus::kUnsupported) << "absent, never zero";
+    }
+    EXPECT_EQ(g[FieldId::kFbReserved].status, ValueStatus::kUnsupported);
+    EXPECT_TRUE(g[FieldId::kFbUsed].valid());
+    EXPECT_TRUE(g[FieldId::kClocksEventReasons].valid()) << "through ...ThrottleReasons";
+  }
+}
+
+TEST(NvmlBackend, SimulatorLibraryIsFoundFromTheEnvironment) {
+  setenv("GPUSCOPE_SIM_LIB", GPUSCOPE_SIM_LIB, 1);
+  EXPECT_EQ(simulator_library_path(), GPUSCOPE_SIM_LIB);
+  unsetenv("GPUSCOPE_SIM_LIB");
+}
+
+TEST(NvmlBackend, ExplicitLibraryIsNotReplacedByAnother) {
+  BackendOptions o;
+  o.library_path = "/nonexistent/libnvidia-ml.so.1";
+  auto b = NvmlBackend::open(o);
+  ASSERT_FALSE(b);
+  EXPECT_EQ(b.error().kind, BackendErrorKind::kLibraryNotFound);
+  EXPECT_NE(b.error().message.find("/nonexistent/libnvidia-ml.so.1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpuscope::nvml

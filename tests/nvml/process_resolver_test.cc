@@ -1,0 +1,88 @@
+#include "nvml/process_resolver.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace gpuscope::nvml {
+namespace {
+
+namespace fs = std::filesystem;
+
+class FakeProc : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("gpuscope-proc-" + std::to_string(getpid()) + "-" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  void add(unsigned pid, const std::string& comm, const std::string& cmdline, const std::string& cgroup) {
+    auto dir = root_ / std::to_string(pid);
+    fs::create_directories(dir);
+    std::ofstream(dir / "comm") << comm << "\n";
+    std::ofstream(dir / "cmdline", std::ios::binary) << cmdline;
+    std::ofstream(dir / "cgroup") << cgroup;
+  }
+  fs::path root_;
+};
+
+const std::string kId = "4f1b1c9e0d6a47b2a1c3e5f7091b2d3c4e5f60718293a4b5c6d7e8f901234567";
+
+TEST_F(FakeProc, ReadsNameCommandLineUserAndContainer) {
+  add(4242, "python", std::string("python\0train.py\0--lr\0", 22), "0::/system.slice/docker-" + kId + ".scope\n");
+  ProcessResolver r(root_.string());
+  auto id = r.resolve(4242);
+  EXPECT_TRUE(id.visible);
+  EXPECT_EQ(id.name, "python");
+  EXPECT_EQ(id.command_line, "python train.py --lr");
+  EXPECT_EQ(id.container_id, kId);
+  EXPECT_FALSE(id.user.empty());
+}
+
+TEST_F(FakeProc, PidOutsideThisNamespaceIsReportedNotVisible) {
+  ProcessResolver r(root_.string());
+  auto id = r.resolve(999999);
+  EXPECT_FALSE(id.visible);
+  EXPECT_TRUE(id.name.empty());
+}
+
+TEST_F(FakeProc, FallbackNameWinsOverAHostProcessWithTheSamePid) {
+  add(77, "sshd", "sshd", "0::/\n");
+  ProcessResolver r(root_.string(), [](unsigned pid) -> std::optional<std::string> {
+    if (pid == 77) return "python";
+    return std::nullopt;
+  });
+  auto id = r.resolve(77);
+  EXPECT_EQ(id.name, "python");
+  EXPECT_FALSE(id.visible);
+}
+
+TEST_F(FakeProc, ReusedPidIsReadAgainAfterItLeftTheGpu) {
+  add(5, "first", "first", "");
+  ProcessResolver r(root_.string());
+  EXPECT_EQ(r.resolve(5).name, "first");
+  add(5, "second", "second", "");
+  EXPECT_EQ(r.resolve(5).name, "first") << "cached while the pid stays on a GPU";
+  r.retain_only({});
+  EXPECT_EQ(r.resolve(5).name, "second");
+}
+
+TEST(ContainerId, RecognisesRuntimes) {
+  EXPECT_EQ(ProcessResolver::container_id_from_cgroup("0::/system.slice/docker-" + kId + ".scope\n"), kId);
+  EXPECT_EQ(ProcessResolver::container_id_from_cgroup("12:memory:/docker/" + kId + "\n"), kId);
+  EXPECT_EQ(ProcessResolver::container_id_from_cgroup(
+                "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1234.slice/cri-containerd-" + kId +
+                ".scope\n"),
+            kId);
+  EXPECT_EQ(ProcessResolver::container_id_from_cgroup("0::/machine.slice/libpod-" + kId + ".scope/container\n"), kId);
+  EXPECT_EQ(ProcessResolver::container_id_from_cgroup("0::/user.slice/user-1000.slice/session-2.scope\n"), "");
+  EXPECT_EQ(ProcessResolver::container_id_from_cgroup(""), "");
+  // 63 hex digits is not an id.
+  EXPECT_EQ(ProcessResolver::container_id_from_cgroup("0::/docker/" + kId.substr(1) + "\n"), "");
+}
+
+}  // namespace
+}  // namespace gpuscope::nvml

@@ -1,0 +1,53 @@
+// Helpers for backend tests: open NvmlBackend on the built simulator with a scenario given inline.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "nvml/nvml_backend.h"
+
+namespace gpuscope::nvml::testing {
+
+// Writes `yaml` to a temporary scenario file (removed with the object).
+class ScenarioFile {
+ public:
+  explicit ScenarioFile(const std::string& yaml) {
+    static int n = 0;
+    path_ = std::filesystem::temp_directory_path() /
+            ("gpuscope-test-" + std::to_string(getpid()) + "-" + std::to_string(n++) + ".yaml");
+    std::ofstream(path_) << yaml;
+  }
+  ~ScenarioFile() { std::filesystem::remove(path_); }
+  std::string path() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Opens the simulator (`legacy` = the old-driver build) with `scenario` ("" = built-in default),
+// frozen at `sim_seconds` after the scenario start.
+inline std::unique_ptr<NvmlBackend> open_sim(const std::string& scenario, double sim_seconds = 600,
+                                             bool legacy = false, bool watch_events = false) {
+  setenv("GPUSCOPE_SIM_TIME", std::to_string(sim_seconds).c_str(), 1);
+  if (scenario.empty()) unsetenv("GPUSCOPE_SIM_SCENARIO");
+  BackendOptions o;
+  o.simulate = true;
+  o.library_path = legacy ? GPUSCOPE_SIM_LEGACY_LIB : GPUSCOPE_SIM_LIB;
+  o.scenario = scenario;
+  o.watch_events = watch_events;
+  auto b = NvmlBackend::open(o);
+  unsetenv("GPUSCOPE_SIM_TIME");
+  if (!b) {
+    ADD_FAILURE() << b.error().message;
+    return nullptr;
+  }
+  return std::move(*b);
+}
+
+}  // namespace gpuscope::nvml::testing
