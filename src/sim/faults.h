@@ -37,7 +37,7 @@ class FaultBook {
 
  private:
   static bool matches_gpu(const FaultSpec& f, std::optional<unsigned> gpu);
-  static bool active(const FaultSpec& f, double t) { return t >= f.at_s; }
+  static bool active(const FaultSpec& f, double t) { return t >= f.at_s && t < f.end_s; }
 
   std::vector<FaultSpec> faults_;
   std::vector<unsigned> probes_;  // per fault: count probes that grew the list

@@ -122,12 +122,14 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlShutdown(void) {
 }
 
 GPUSCOPE_SIM_EXPORT const char* nvmlErrorString(nvmlReturn_t result) {
-  if (result == NVML_ERROR_UNKNOWN) {
+  if (result != NVML_ERROR_UNKNOWN) return nvml_error_text(result);
+  try {
     LibraryState& lib = library();
     const std::lock_guard lock(lib.mutex);
     return lib.unknown_error_text;
+  } catch (...) {
+    return "Unknown Error";
   }
-  return nvml_error_text(result);
 }
 
 GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length) {

@@ -2,6 +2,7 @@
 // and their physics, processes, health counters, faults, event sets and GPM samples.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <expected>
 #include <memory>
@@ -66,8 +67,8 @@ class Simulator {
 
   const Scenario& scenario() const { return scenario_; }
   SimClock& clock() { return clock_; }
-  // Scenario time now; the model treats negative time as its start.
-  double now() const { return clock_.t(); }
+  // Scenario time now; a virtual clock set before the scenario's start reads as its start.
+  double now() const { return std::max(0.0, clock_.t()); }
   std::int64_t virtual_epoch_ns() const { return scenario_.start_unix_ns.value_or(kDefaultVirtualEpochNs); }
 
   unsigned device_count() const { return static_cast<unsigned>(devices_.size()); }

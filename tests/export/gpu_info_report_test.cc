@@ -62,7 +62,8 @@ TEST(GpuInfoReport, JsonOmitsWhatTheDriverDidNotReport) {
   model::GpuInfo g;
   g.index = 0;
   std::vector<model::GpuInfo> gpus{g};
-  const auto& j = gpu_info_json(system, gpus)["gpus"][0];
+  const auto doc = gpu_info_json(system, gpus);
+  const auto& j = doc["gpus"][0];
   EXPECT_FALSE(j.contains("power_limit_watts"));
   EXPECT_FALSE(j.contains("memory_total_bytes"));
   EXPECT_FALSE(j.contains("mig_enabled"));

@@ -25,6 +25,7 @@ SimLibrary& SimLibrary::legacy() {
 
 void* SimLibrary::symbol(const char* name) {
   if (handle_ == nullptr) return nullptr;
+  const std::lock_guard lock(mutex_);
   const auto it = cache_.find(name);
   if (it != cache_.end()) return it->second;
   void* sym = dlsym(handle_, name);

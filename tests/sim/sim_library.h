@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,6 +35,7 @@ class SimLibrary {
   void* require(const char* name);
 
   void* handle_ = nullptr;
+  std::mutex mutex_;  // tests call from several threads
   std::unordered_map<std::string, void*> cache_;
 };
 
