@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
@@ -36,6 +37,29 @@ FieldValue status_of(nvmlReturn_t rc) {
 bool is_unsupported(nvmlReturn_t rc) { return rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_FUNCTION_NOT_FOUND; }
 
 std::string c_string(const char* buf, std::size_t cap) { return std::string(buf, strnlen(buf, cap)); }
+
+// Sets an environment variable for the duration of a scope, then restores what was there, so
+// opening a backend leaves the process environment as it found it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) previous_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (previous_) {
+      setenv(name_, previous_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> previous_;
+};
 
 std::string executable_dir() {
   std::error_code ec;
@@ -71,8 +95,10 @@ std::string simulator_library_path() {
 
 std::expected<std::unique_ptr<NvmlBackend>, BackendError> NvmlBackend::open(const BackendOptions& options) {
   std::vector<std::string> candidates;
+  // The simulator reads its scenario from the environment at nvmlInit.
+  std::optional<ScopedEnv> scenario_env;
   if (options.simulate) {
-    if (!options.scenario.empty()) setenv("GPUSCOPE_SIM_SCENARIO", options.scenario.c_str(), 1);
+    if (!options.scenario.empty()) scenario_env.emplace("GPUSCOPE_SIM_SCENARIO", options.scenario);
     std::string sim = options.library_path.empty() ? simulator_library_path() : options.library_path;
     if (sim.empty()) {
       return std::unexpected(BackendError{BackendErrorKind::kLibraryNotFound, 0,

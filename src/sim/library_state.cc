@@ -5,8 +5,10 @@
 namespace gpuscope::sim {
 
 LibraryState& library() {
-  static LibraryState* const state = new LibraryState;
-  return *state;
+  // A static object, not a leaked heap one: dlclose() runs its destructor, so a client that loads
+  // and unloads the library repeatedly does not leak the state each time.
+  static LibraryState state;
+  return state;
 }
 
 nvmlReturn_t apply_faults(std::unique_lock<std::mutex>& lock, std::string_view function, std::optional<unsigned> gpu,

@@ -30,6 +30,15 @@ std::expected<std::unique_ptr<Simulator>, Simulator::InitFailure> Simulator::cre
   const std::optional<std::string> path = env("GPUSCOPE_SIM_SCENARIO");
   auto scenario = path ? load_scenario_file(*path) : parse_scenario(builtin_scenario_yaml(), kBuiltinScenarioSource);
   if (!scenario) return std::unexpected(InitFailure{NVML_ERROR_UNKNOWN, scenario.error()});
+  if (const auto seed = env("GPUSCOPE_SIM_SEED")) {
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long v = std::strtoull(seed->c_str(), &end, 10);
+    if (errno != 0 || end != seed->c_str() + seed->size() || (*seed)[0] == '-') {
+      return std::unexpected(InitFailure{NVML_ERROR_UNKNOWN, "GPUSCOPE_SIM_SEED: '" + *seed + "' is not a seed"});
+    }
+    scenario->seed = v;
+  }
   if (!scenario->node.driver_loaded) return std::unexpected(InitFailure{NVML_ERROR_DRIVER_NOT_LOADED, ""});
 
   SimClock clock = SimClock::real();

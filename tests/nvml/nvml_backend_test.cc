@@ -161,3 +161,21 @@ TEST(NvmlBackend, ExplicitLibraryIsNotReplacedByAnother) {
 
 }  // namespace
 }  // namespace gpuscope::nvml
+
+namespace gpuscope::nvml {
+namespace {
+
+TEST(NvmlBackend, OpeningWithAScenarioLeavesTheEnvironmentAsItWas) {
+  unsetenv("GPUSCOPE_SIM_SCENARIO");
+  auto a = testing::open_sim(std::string(GPUSCOPE_SOURCE_DIR) + "/scenarios/xid.yaml");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->gpus().size(), 2u);
+  EXPECT_EQ(std::getenv("GPUSCOPE_SIM_SCENARIO"), nullptr);
+  a.reset();
+  auto b = testing::open_sim("");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->gpus().size(), 8u) << "a later plain --simulate gets the built-in node, not the last scenario";
+}
+
+}  // namespace
+}  // namespace gpuscope::nvml

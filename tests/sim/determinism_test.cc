@@ -120,6 +120,27 @@ TEST(Determinism, AnotherSeedGivesOtherValues) {
   EXPECT_NE(a[0], a[1]);  // and GPUs of one node differ from each other
 }
 
+TEST(Determinism, SeedFromTheEnvironmentOverridesTheScenarios) {
+  const std::string base = "gpus: {count: 1, model: NVIDIA H100 80GB HBM3}\nworkload: {profile: training}\n";
+  std::vector<std::vector<unsigned long long>> two, overridden;
+  {
+    Session s(base + "seed: 2\n", 500.5);
+    two = node_fingerprint(s);
+  }
+  setenv("GPUSCOPE_SIM_SEED", "2", 1);
+  {
+    Session s(base + "seed: 1\n", 500.5);
+    overridden = node_fingerprint(s);
+  }
+  setenv("GPUSCOPE_SIM_SEED", "not-a-seed", 1);
+  {
+    Session s(base, 500.5);
+    EXPECT_FALSE(s.ok()) << "a bad seed fails init";
+  }
+  unsetenv("GPUSCOPE_SIM_SEED");
+  EXPECT_EQ(overridden, two);
+}
+
 TEST(ThreadSafety, SamplerAndEventThreadsAtOnce) {
   Session s("demo", std::nullopt);
   ASSERT_TRUE(s.ok());
