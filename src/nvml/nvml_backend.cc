@@ -96,9 +96,11 @@ std::string simulator_library_path() {
 std::expected<std::unique_ptr<NvmlBackend>, BackendError> NvmlBackend::open(const BackendOptions& options) {
   std::vector<std::string> candidates;
   // The simulator reads its scenario from the environment at nvmlInit.
-  std::optional<ScopedEnv> scenario_env;
+  std::optional<ScopedEnv> scenario_env, quiet_env;
   if (options.simulate) {
     if (!options.scenario.empty()) scenario_env.emplace("GPUSCOPE_SIM_SCENARIO", options.scenario);
+    // We print NVML's error string ourselves: the simulator need not print it too.
+    quiet_env.emplace("GPUSCOPE_SIM_QUIET", "1");
     std::string sim = options.library_path.empty() ? simulator_library_path() : options.library_path;
     if (sim.empty()) {
       return std::unexpected(BackendError{BackendErrorKind::kLibraryNotFound, 0,

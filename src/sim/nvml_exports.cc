@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "nvml/nvml_abi.h"
@@ -25,8 +26,11 @@ nvmlReturn_t init_library(std::string_view function) noexcept {
     if (!created) {
       const Simulator::InitFailure& failure = created.error();
       if (!failure.message.empty()) {
-        // One line a person can act on; the client's own error path only sees the code.
-        std::fprintf(stderr, "gpuscope-sim: %s\n", failure.message.c_str());
+        // One line a person can act on; most clients' error paths only show the code's text.
+        // A client that prints nvmlErrorString itself (gpuscope) sets GPUSCOPE_SIM_QUIET.
+        if (const char* quiet = std::getenv("GPUSCOPE_SIM_QUIET"); quiet == nullptr || *quiet == '\0') {
+          std::fprintf(stderr, "gpuscope-sim: %s\n", failure.message.c_str());
+        }
         lib.texts.push_back("Unknown Error: " + failure.message);
         lib.unknown_error_text = lib.texts.back().c_str();
       }

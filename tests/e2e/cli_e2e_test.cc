@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "e2e/command_runner.h"
 
 namespace gpuscope::e2e {
@@ -137,6 +139,58 @@ TEST(CliE2e, LegacyDriverLeavesProfilingFieldsOutOfJson) {
     EXPECT_TRUE(g.contains("memory.used_mib"));
     EXPECT_FALSE(g.contains("memory.reserved_mib")) << "unsupported is absent, not 0";
   }
+}
+
+TEST(CliE2e, LostGpuIsShownLostWhileTheOthersReport) {
+  const std::string sim = "--simulate=" + scenario("gpu_lost.yaml");
+  auto lost = gpuscope({sim, "query", "--query-gpu=index,power.draw,temperature.gpu", "--format=csv,noheader"},
+                       frozen_at(90));
+  ASSERT_EQ(lost.exit_code, 0) << lost.err;
+  std::istringstream lines(lost.out);
+  std::string gpu0, gpu1;
+  std::getline(lines, gpu0);
+  std::getline(lines, gpu1);
+  EXPECT_TRUE(gpu0.starts_with("0, ")) << gpu0;
+  EXPECT_EQ(gpu0.find("[GPU is lost]"), std::string::npos) << gpu0;
+  EXPECT_NE(gpu0.find(" W, "), std::string::npos) << gpu0;
+  EXPECT_EQ(gpu1, "1, [GPU is lost], [GPU is lost]");
+
+  auto json = gpuscope({sim, "query", "--query-gpu=index,power.draw", "--format=json"}, frozen_at(90));
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto doc = nlohmann::json::parse(json.out);
+  EXPECT_TRUE(doc["gpus"][0].contains("power.draw_watts"));
+  EXPECT_FALSE(doc["gpus"][1].contains("power.draw_watts")) << "no value for a lost GPU, never 0";
+
+  auto back = gpuscope({sim, "query", "--query-gpu=index,power.draw", "--format=csv,noheader,nounits"},
+                       frozen_at(150));
+  ASSERT_EQ(back.exit_code, 0) << back.err;
+  EXPECT_EQ(back.out.find("lost"), std::string::npos) << "answers again after its window: " << back.out;
+}
+
+TEST(CliE2e, SlowDriverCallsDelayButCompleteTheQuery) {
+  auto r = gpuscope({"--simulate=" + scenario("slow_calls.yaml"), "query", "--query-gpu=index,temperature.memory",
+                     "--format=csv,noheader"},
+                    frozen_at(20));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(r.timed_out);
+  std::istringstream lines(r.out);
+  int rows = 0;
+  for (std::string line; std::getline(lines, line); ++rows) {
+    EXPECT_EQ(line.find('['), std::string::npos) << "every value read: " << line;
+  }
+  EXPECT_EQ(rows, 2);
+}
+
+TEST(CliE2e, BadScenarioIsOneLineNamingFileAndLine) {
+  const auto path = std::filesystem::temp_directory_path() / ("gpuscope-bad-" + std::to_string(getpid()) + ".yaml");
+  std::ofstream(path) << "seed: 1\ngpus:\n  count: 2\n  model: NVIDIA H100 80GB HBM3\nworkload:\n  profile: trainig\n";
+  auto r = gpuscope({"--simulate=" + path.string(), "list"});
+  std::filesystem::remove(path);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(path.filename().string()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(":6"), std::string::npos) << "line of the bad profile: " << r.err;
+  EXPECT_NE(r.err.find("trainig"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
 }
 
 }  // namespace
