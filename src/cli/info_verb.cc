@@ -43,9 +43,9 @@ int run_info(std::span<const std::string> args, const Invocation& inv) {
   for (auto pos : *selected) gpus.push_back(all[pos]);
 
   if (options->json) {
-    inv.out << exporter::json_line(exporter::gpu_info_json((*backend)->system(), gpus)) << '\n';
+    inv.out << exporter::json_line(exporter::gpu_info_json((*backend)->system(), (*backend)->gpus().size(), gpus)) << '\n';
   } else {
-    inv.out << exporter::gpu_info_text((*backend)->system(), gpus);
+    inv.out << exporter::gpu_info_text((*backend)->system(), (*backend)->gpus().size(), gpus);
   }
   inv.out.flush();
   return inv.out ? kExitOk : kExitRuntime;

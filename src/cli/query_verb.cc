@@ -1,5 +1,6 @@
 #include "cli/query_verb.h"
 
+#include <optional>
 #include <ostream>
 
 #include <fmt/format.h>
@@ -184,10 +185,13 @@ int run_query(std::span<const std::string> args, const Invocation& inv) {
       // itself); said once per GPU so a -l log is not flooded.
       for (std::size_t k = 0; k < views.size() && !options->json; ++k) {
         const auto& sample = views[k].sample;
-        if (sample.processes_error_code && !process_error_reported[(*selected)[k]]) {
+        // A GPU that is down has no process list either.
+        const std::optional<int> code =
+            !sample.up ? std::optional<int>(sample.down_error_code) : sample.processes_error_code;
+        if (code && !process_error_reported[(*selected)[k]]) {
           process_error_reported[(*selected)[k]] = true;
           inv.err << fmt::format("gpuscope: cannot list the processes of GPU {}: {}\n", views[k].info.index,
-                                 exporter::nvml_error_text(*sample.processes_error_code));
+                                 exporter::nvml_error_text(*code));
         }
       }
       if (options->json) {

@@ -42,7 +42,7 @@ void line(std::string& out, std::string_view indent, std::string_view label, std
 
 }  // namespace
 
-std::string gpu_info_text(const model::SystemInfo& system, std::span<const model::GpuInfo> gpus) {
+std::string gpu_info_text(const model::SystemInfo& system, std::size_t attached, std::span<const model::GpuInfo> gpus) {
   std::string out;
   line(out, "", "Hostname", or_na(system.hostname));
   line(out, "", "Driver Version", or_na(system.driver_version));
@@ -50,7 +50,7 @@ std::string gpu_info_text(const model::SystemInfo& system, std::span<const model
   line(out, "", "CUDA Driver Version", or_na(system.cuda_version_string()));
   line(out, "", "NVML Library",
        system.simulated ? fmt::format("{} (gpuscope simulator)", or_na(system.library_path)) : or_na(system.library_path));
-  line(out, "", "Attached GPUs", fmt::format("{}", gpus.size()));
+  line(out, "", "Attached GPUs", fmt::format("{}", attached));
   for (const auto& g : gpus) {
     out += fmt::format("\nGPU {}: {}\n", g.index, or_na(g.name));
     constexpr std::string_view in = "    ";
@@ -84,7 +84,8 @@ std::string gpu_info_text(const model::SystemInfo& system, std::span<const model
   return out;
 }
 
-nlohmann::ordered_json gpu_info_json(const model::SystemInfo& system, std::span<const model::GpuInfo> gpus) {
+nlohmann::ordered_json gpu_info_json(const model::SystemInfo& system, std::size_t attached,
+                                     std::span<const model::GpuInfo> gpus) {
   nlohmann::ordered_json sys = nlohmann::ordered_json::object();
   auto put_text = [](nlohmann::ordered_json& j, const char* key, const std::string& v) {
     if (!v.empty()) j[key] = v;
@@ -96,7 +97,7 @@ nlohmann::ordered_json gpu_info_json(const model::SystemInfo& system, std::span<
   if (system.cuda_driver_version) sys["cuda_driver_version_number"] = *system.cuda_driver_version;
   put_text(sys, "library_path", system.library_path);
   sys["simulated"] = system.simulated;
-  sys["gpu_count"] = gpus.size();
+  sys["gpu_count"] = attached;
 
   auto list = nlohmann::ordered_json::array();
   for (const auto& g : gpus) {

@@ -12,7 +12,7 @@ struct UtcParts {
   long long millis = 0;
 };
 
-UtcParts split(std::chrono::system_clock::time_point t) {
+UtcParts split(std::chrono::system_clock::time_point t, bool local = false) {
   using namespace std::chrono;
   // Floor, not truncate: a time before 1970 must not borrow a negative millisecond count.
   const auto ms = floor<milliseconds>(t.time_since_epoch());
@@ -20,14 +20,19 @@ UtcParts split(std::chrono::system_clock::time_point t) {
   UtcParts p;
   p.millis = (ms - secs).count();
   const std::time_t tt = static_cast<std::time_t>(secs.count());
-  gmtime_r(&tt, &p.tm);
+  if (local) {
+    localtime_r(&tt, &p.tm);
+  } else {
+    gmtime_r(&tt, &p.tm);
+  }
   return p;
 }
 
 }  // namespace
 
+// nvidia-smi prints its timestamp column in local time (TZ); JSON stays UTC (iso_timestamp).
 std::string smi_timestamp(std::chrono::system_clock::time_point t) {
-  const UtcParts p = split(t);
+  const UtcParts p = split(t, /*local=*/true);
   return fmt::format("{:04}/{:02}/{:02} {:02}:{:02}:{:02}.{:03}", p.tm.tm_year + 1900, p.tm.tm_mon + 1, p.tm.tm_mday,
                      p.tm.tm_hour, p.tm.tm_min, p.tm.tm_sec, p.millis);
 }

@@ -7,7 +7,7 @@
 
 namespace gpuscope::exporter {
 
-// "2026/01/01 00:10:00.000"
+// "2026/01/01 00:10:00.000" in local time (TZ), as nvidia-smi prints it
 std::string smi_timestamp(std::chrono::system_clock::time_point t);
 // "2026-01-01T00:10:00.000Z"
 std::string iso_timestamp(std::chrono::system_clock::time_point t);

@@ -93,7 +93,9 @@ typedef struct nvmlUtilization_st {
   unsigned int memory;
 } nvmlUtilization_t;
 
-// nvmlProcessInfo_v2_t in NVIDIA's header; the `_v3` process functions fill this one.
+// nvmlProcessInfo_v2_t in NVIDIA's header: the `_v3` AND `_v2` process functions fill this one
+// (24 bytes; NVIDIA's Python binding and Debian's generated 11.8 bindings agree). Only the
+// unversioned v1 functions fill the 16-byte nvmlProcessInfo_v1_t.
 typedef struct nvmlProcessInfo_st {
   unsigned int pid;
   unsigned long long usedGpuMemory;
@@ -101,7 +103,9 @@ typedef struct nvmlProcessInfo_st {
   unsigned int computeInstanceId;
 } nvmlProcessInfo_t;
 
-// Filled by the unversioned (v1) and `_v2` process functions.
+// Filled by the unversioned (v1) process functions only.
+typedef nvmlProcessInfo_t nvmlProcessInfo_v2_t;
+
 typedef struct nvmlProcessInfo_v1_st {
   unsigned int pid;
   unsigned long long usedGpuMemory;
@@ -348,13 +352,13 @@ nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t device, unsigned int* ma
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
                                                      nvmlProcessInfo_t* infos);
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int* infoCount,
-                                                     nvmlProcessInfo_v1_t* infos);
+                                                     nvmlProcessInfo_t* infos);
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int* infoCount,
                                                   nvmlProcessInfo_v1_t* infos);
 nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
                                                       nvmlProcessInfo_t* infos);
 nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device, unsigned int* infoCount,
-                                                      nvmlProcessInfo_v1_t* infos);
+                                                      nvmlProcessInfo_t* infos);
 nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device, unsigned int* infoCount,
                                                    nvmlProcessInfo_v1_t* infos);
 nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,

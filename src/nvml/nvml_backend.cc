@@ -661,10 +661,6 @@ void NvmlBackend::read_gpm(model::GpuSample& g, GpuState& s, const model::GpuInf
   // Without GPM (pre-Hopper, old driver) the profiling fields stay unsupported: absent, never 0.
   if (!info.gpm_supported || !s.gpm_prev_valid) return;
   auto& L = *library_;
-  nvmlReturn_t rc = L.nvmlGpmSampleGet(s.device, s.gpm_cur);
-  mark(rc);
-  if (rc != NVML_SUCCESS) return;
-
   struct Wanted {
     unsigned metric;
     FieldId field;
@@ -684,6 +680,13 @@ void NvmlBackend::read_gpm(model::GpuSample& g, GpuState& s, const model::GpuInf
       {NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, FieldId::kNvlinkTxBytes, kMiB},
       {NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, FieldId::kNvlinkRxBytes, kMiB},
   };
+  nvmlReturn_t rc = L.nvmlGpmSampleGet(s.device, s.gpm_cur);
+  mark(rc);
+  if (rc != NVML_SUCCESS) {
+    // A failed read is an error on every profiling field, not a silent "unsupported".
+    for (const auto& w : kWanted) g[w.field] = status_of(rc);
+    return;
+  }
   // The struct is ~13 KB: keep it off the stack of whoever calls sample().
   auto request = std::make_unique<nvmlGpmMetricsGet_t>();
   request->version = NVML_GPM_METRICS_GET_VERSION;
@@ -735,19 +738,31 @@ void NvmlBackend::read_processes(model::GpuSample& g, GpuState& s, Mark&& mark) 
     unsigned long long mem;
     unsigned gi, ci;
   };
-  auto collect = [&](auto fn_v3, auto fn_v2, model::ProcessKind kind) -> nvmlReturn_t {
+  auto collect = [&](auto fn_v3, auto fn_v2, auto fn_v1, model::ProcessKind kind) -> nvmlReturn_t {
     std::vector<Entry> entries;
     nvmlReturn_t rc = NVML_ERROR_FUNCTION_NOT_FOUND;
+    // Newest first. Some drivers ship a symbol yet answer FUNCTION_NOT_FOUND (535.98 for _v3):
+    // then the next older one is asked. Entries are kept only from the call that succeeded.
     if (fn_v3 != nullptr) {
       std::vector<nvmlProcessInfo_t> list;
       rc = read_list(fn_v3, s.device, list);
-      for (const auto& p : list) entries.push_back({p.pid, p.usedGpuMemory, p.gpuInstanceId, p.computeInstanceId});
+      if (rc == NVML_SUCCESS) {
+        for (const auto& p : list) entries.push_back({p.pid, p.usedGpuMemory, p.gpuInstanceId, p.computeInstanceId});
+      }
     }
-    // Some drivers ship _v3 yet answer FUNCTION_NOT_FOUND (535.98): fall back to _v2 / v1.
     if (is_unsupported(rc) && fn_v2 != nullptr) {
-      std::vector<nvmlProcessInfo_v1_t> list;
+      std::vector<nvmlProcessInfo_t> list;
       rc = read_list(fn_v2, s.device, list);
-      for (const auto& p : list) entries.push_back({p.pid, p.usedGpuMemory, UINT_MAX, UINT_MAX});
+      if (rc == NVML_SUCCESS) {
+        for (const auto& p : list) entries.push_back({p.pid, p.usedGpuMemory, p.gpuInstanceId, p.computeInstanceId});
+      }
+    }
+    if (is_unsupported(rc) && fn_v1 != nullptr) {
+      std::vector<nvmlProcessInfo_v1_t> list;
+      rc = read_list(fn_v1, s.device, list);
+      if (rc == NVML_SUCCESS) {
+        for (const auto& p : list) entries.push_back({p.pid, p.usedGpuMemory, UINT_MAX, UINT_MAX});
+      }
     }
     mark(rc);
     if (rc != NVML_SUCCESS) return rc;
@@ -768,9 +783,10 @@ void NvmlBackend::read_processes(model::GpuSample& g, GpuState& s, Mark&& mark) 
     return rc;
   };
   nvmlReturn_t compute = collect(L.nvmlDeviceGetComputeRunningProcesses_v3, L.nvmlDeviceGetComputeRunningProcesses_v2,
-                                 model::ProcessKind::kCompute);
-  nvmlReturn_t graphics = collect(L.nvmlDeviceGetGraphicsRunningProcesses_v3,
-                                  L.nvmlDeviceGetGraphicsRunningProcesses_v2, model::ProcessKind::kGraphics);
+                                 L.nvmlDeviceGetComputeRunningProcesses, model::ProcessKind::kCompute);
+  nvmlReturn_t graphics =
+      collect(L.nvmlDeviceGetGraphicsRunningProcesses_v3, L.nvmlDeviceGetGraphicsRunningProcesses_v2,
+              L.nvmlDeviceGetGraphicsRunningProcesses, model::ProcessKind::kGraphics);
   if (compute != NVML_SUCCESS && !is_unsupported(compute)) g.processes_error_code = static_cast<int>(compute);
   if (graphics != NVML_SUCCESS && !is_unsupported(graphics) && !g.processes_error_code) {
     g.processes_error_code = static_cast<int>(graphics);

@@ -133,13 +133,14 @@ void NvmlLibrary::resolve_all() {
   resolve(nvmlDeviceGetMaxPcieLinkGeneration, {"nvmlDeviceGetMaxPcieLinkGeneration"});
   resolve(nvmlDeviceGetCurrPcieLinkWidth, {"nvmlDeviceGetCurrPcieLinkWidth"});
   resolve(nvmlDeviceGetMaxPcieLinkWidth, {"nvmlDeviceGetMaxPcieLinkWidth"});
-  // The _v3 process functions fill a 24-byte struct; _v2 and v1 a 16-byte one: separate slots.
+  // _v3 and _v2 fill the 24-byte nvmlProcessInfo_t, the unversioned v1 a 16-byte struct: each has
+  // its own slot, since each fallback may answer FUNCTION_NOT_FOUND on its own.
   resolve(nvmlDeviceGetComputeRunningProcesses_v3, {"nvmlDeviceGetComputeRunningProcesses_v3"});
-  resolve(nvmlDeviceGetComputeRunningProcesses_v2,
-          {"nvmlDeviceGetComputeRunningProcesses_v2", "nvmlDeviceGetComputeRunningProcesses"});
+  resolve(nvmlDeviceGetComputeRunningProcesses_v2, {"nvmlDeviceGetComputeRunningProcesses_v2"});
+  resolve(nvmlDeviceGetComputeRunningProcesses, {"nvmlDeviceGetComputeRunningProcesses"});
   resolve(nvmlDeviceGetGraphicsRunningProcesses_v3, {"nvmlDeviceGetGraphicsRunningProcesses_v3"});
-  resolve(nvmlDeviceGetGraphicsRunningProcesses_v2,
-          {"nvmlDeviceGetGraphicsRunningProcesses_v2", "nvmlDeviceGetGraphicsRunningProcesses"});
+  resolve(nvmlDeviceGetGraphicsRunningProcesses_v2, {"nvmlDeviceGetGraphicsRunningProcesses_v2"});
+  resolve(nvmlDeviceGetGraphicsRunningProcesses, {"nvmlDeviceGetGraphicsRunningProcesses"});
   resolve(nvmlDeviceGetProcessUtilization, {"nvmlDeviceGetProcessUtilization"});
   resolve(nvmlDeviceGetEncoderUtilization, {"nvmlDeviceGetEncoderUtilization"});
   resolve(nvmlDeviceGetDecoderUtilization, {"nvmlDeviceGetDecoderUtilization"});

@@ -79,9 +79,11 @@ class NvmlLibrary {
   GPUSCOPE_NVML_SLOT(nvmlDeviceGetCurrPcieLinkWidth);
   GPUSCOPE_NVML_SLOT(nvmlDeviceGetMaxPcieLinkWidth);
   GPUSCOPE_NVML_SLOT(nvmlDeviceGetComputeRunningProcesses_v3);
-  GPUSCOPE_NVML_SLOT(nvmlDeviceGetComputeRunningProcesses_v2);  // ← nvmlDeviceGetComputeRunningProcesses
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetComputeRunningProcesses_v2);  // 24-byte entries, like _v3
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetComputeRunningProcesses);     // 16-byte entries (v1)
   GPUSCOPE_NVML_SLOT(nvmlDeviceGetGraphicsRunningProcesses_v3);
-  GPUSCOPE_NVML_SLOT(nvmlDeviceGetGraphicsRunningProcesses_v2);  // ← nvmlDeviceGetGraphicsRunningProcesses
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetGraphicsRunningProcesses_v2);  // 24-byte entries, like _v3
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetGraphicsRunningProcesses);     // 16-byte entries (v1)
   GPUSCOPE_NVML_SLOT(nvmlDeviceGetProcessUtilization);
   GPUSCOPE_NVML_SLOT(nvmlDeviceGetEncoderUtilization);
   GPUSCOPE_NVML_SLOT(nvmlDeviceGetDecoderUtilization);

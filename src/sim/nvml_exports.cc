@@ -9,6 +9,7 @@
 #include "nvml/nvml_abi.h"
 #include "sim/library_state.h"
 #include "sim/return_codes.h"
+#include "sim/sim_clock.h"
 
 using namespace gpuscope::sim;
 
@@ -204,7 +205,10 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t gpuscopeSimSetTime(unsigned long long unixNs) {
     const std::lock_guard lock(lib.mutex);
     if (!lib.sim) return NVML_ERROR_UNINITIALIZED;
     if (unixNs > static_cast<unsigned long long>(INT64_MAX)) return NVML_ERROR_INVALID_ARGUMENT;
-    lib.sim->clock().freeze_at(static_cast<std::int64_t>(unixNs), lib.sim->virtual_epoch_ns());
+    const std::int64_t epoch = lib.sim->clock().wall_ns_at(0);
+    const double t = static_cast<double>(static_cast<std::int64_t>(unixNs) - epoch) * 1e-9;
+    if (t > kMaxScenarioSeconds) return NVML_ERROR_INVALID_ARGUMENT;  // past the longest scenario
+    lib.sim->clock().freeze_at(static_cast<std::int64_t>(unixNs));
     lib.changed.notify_all();
     return NVML_SUCCESS;
   } catch (...) {

@@ -14,7 +14,7 @@ constexpr unsigned kNoInstance = 0xFFFFFFFFU;
 
 enum class ListKind { kCompute, kGraphics, kMps };
 
-[[maybe_unused]] void fill(nvmlProcessInfo_t& info, const GpuProcess& p) {
+void fill(nvmlProcessInfo_t& info, const GpuProcess& p) {
   info.pid = p.pid;
   info.usedGpuMemory = static_cast<unsigned long long>(p.used_bytes);
   info.gpuInstanceId = kNoInstance;  // outside MIG
@@ -80,7 +80,7 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvml
 #endif
 
 GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int* infoCount,
-                                                                         nvmlProcessInfo_v1_t* infos) {
+                                                                         nvmlProcessInfo_t* infos) {
   return running_processes("nvmlDeviceGetComputeRunningProcesses_v2", ListKind::kCompute, false, device, infoCount,
                            infos);
 }
@@ -91,7 +91,7 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice
 }
 GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device,
                                                                           unsigned int* infoCount,
-                                                                          nvmlProcessInfo_v1_t* infos) {
+                                                                          nvmlProcessInfo_t* infos) {
   return running_processes("nvmlDeviceGetGraphicsRunningProcesses_v2", ListKind::kGraphics, false, device,
                            infoCount, infos);
 }

@@ -14,6 +14,7 @@
 
 #include "sim/faults.h"
 #include "sim/return_codes.h"
+#include "sim/sim_clock.h"
 #include "sim/units.h"
 
 namespace gpuscope::sim {
@@ -158,6 +159,7 @@ class Parser {
     if (auto v = top.get("start")) {
       auto ns = parse_rfc3339(scalar(*v, "start"));
       if (!ns) fail(*v, "start: " + ns.error());
+      if (*ns < 0 || *ns >= kLatestStartNs) fail(*v, "start: must lie between 1970 and 2200");
       s_.start_unix_ns = *ns;
     }
     if (auto v = top.get("node")) parse_node(*v);

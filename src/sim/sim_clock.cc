@@ -39,8 +39,9 @@ std::int64_t SimClock::wall_ns_at(double t_s) const {
   return epoch_ns_ + static_cast<std::int64_t>(std::llround(t_s * 1e9));
 }
 
-void SimClock::freeze_at(std::int64_t unix_ns, std::int64_t virtual_epoch_ns) {
-  if (!virtual_) epoch_ns_ = virtual_epoch_ns;
+void SimClock::freeze_at(std::int64_t unix_ns) {
+  // A real clock keeps its epoch (the wall time of nvmlInit): a client that takes over the clock
+  // at "now" goes on from the scenario time it had reached, not from a far-away virtual epoch.
   virtual_ = true;
   frozen_ns_ = unix_ns;
 }

@@ -7,6 +7,12 @@
 
 namespace gpuscope::sim {
 
+// The longest scenario time the simulator runs to: counters are integrated second by second from
+// t = 0, so a year is the bound that keeps a first read fast (and far from int64 ns overflow).
+inline constexpr double kMaxScenarioSeconds = 366.0 * 24 * 3600;
+// Scenario starts must lie in [1970, 2200): wall times stay positive int64 nanoseconds.
+inline constexpr std::int64_t kLatestStartNs = 7258118400LL * 1'000'000'000LL;  // 2200-01-01T00:00:00Z
+
 // Where virtual time starts when the scenario names no `start`.
 inline constexpr std::int64_t kDefaultVirtualEpochNs = 1767225600LL * 1'000'000'000LL;  // 2026-01-01T00:00:00Z
 
@@ -23,8 +29,9 @@ class SimClock {
   // The simulated wall time now, and of scenario time `t_s`, in ns since the Unix epoch.
   std::int64_t wall_ns() const;
   std::int64_t wall_ns_at(double t_s) const;
-  // Freezes time at `unix_ns`; a real clock turns virtual with t = 0 at `virtual_epoch_ns`.
-  void freeze_at(std::int64_t unix_ns, std::int64_t virtual_epoch_ns);
+  // Freezes time at `unix_ns` (the wall time; t = 0 stays where it was, for a real clock the wall
+  // time of init).
+  void freeze_at(std::int64_t unix_ns);
   // Real time still to pass until scenario time `t_s` (zero if passed; meaningless when virtual).
   std::chrono::nanoseconds until(double t_s) const;
 

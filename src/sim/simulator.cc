@@ -50,6 +50,10 @@ std::expected<std::unique_ptr<Simulator>, Simulator::InitFailure> Simulator::cre
       return std::unexpected(
           InitFailure{NVML_ERROR_UNKNOWN, "GPUSCOPE_SIM_TIME: '" + *t + "' is not a number of seconds"});
     }
+    if (seconds < 0 || seconds > kMaxScenarioSeconds) {
+      return std::unexpected(InitFailure{NVML_ERROR_UNKNOWN, "GPUSCOPE_SIM_TIME: '" + *t +
+                                                                 "' is outside 0 to 31622400 seconds (366 days)"});
+    }
     clock = SimClock::frozen(scenario->start_unix_ns.value_or(kDefaultVirtualEpochNs), seconds);
   }
   return std::unique_ptr<Simulator>(new Simulator(std::move(*scenario), clock));

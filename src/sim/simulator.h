@@ -69,7 +69,6 @@ class Simulator {
   SimClock& clock() { return clock_; }
   // Scenario time now; a virtual clock set before the scenario's start reads as its start.
   double now() const { return std::max(0.0, clock_.t()); }
-  std::int64_t virtual_epoch_ns() const { return scenario_.start_unix_ns.value_or(kDefaultVirtualEpochNs); }
 
   unsigned device_count() const { return static_cast<unsigned>(devices_.size()); }
   SimDevice& device(unsigned index) { return *devices_.at(index); }

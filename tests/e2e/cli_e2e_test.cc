@@ -19,7 +19,7 @@ namespace {
 const std::string kExe = GPUSCOPE_EXE;
 
 std::map<std::string, std::string> frozen_at(double seconds) {
-  return {{"GPUSCOPE_SIM_TIME", std::to_string(seconds)}, {"GPUSCOPE_SIM_SEED", ""}};
+  return {{"GPUSCOPE_SIM_TIME", std::to_string(seconds)}, {"GPUSCOPE_SIM_SEED", ""}, {"TZ", "UTC"}};
 }
 
 std::string read_text(const std::filesystem::path& p) {
@@ -160,6 +160,11 @@ TEST(CliE2e, LostGpuIsShownLostWhileTheOthersReport) {
   auto doc = nlohmann::json::parse(json.out);
   EXPECT_TRUE(doc["gpus"][0].contains("power.draw_watts"));
   EXPECT_FALSE(doc["gpus"][1].contains("power.draw_watts")) << "no value for a lost GPU, never 0";
+
+  // An empty process list of a lost GPU must not pass for "no processes".
+  auto apps = gpuscope({sim, "query", "--query-compute-apps=pid,gpu_uuid", "--format=csv"}, frozen_at(90));
+  ASSERT_EQ(apps.exit_code, 0) << apps.err;
+  EXPECT_NE(apps.err.find("GPU 1: GPU is lost"), std::string::npos) << apps.err;
 
   auto back = gpuscope({sim, "query", "--query-gpu=index,power.draw", "--format=csv,noheader,nounits"},
                        frozen_at(150));

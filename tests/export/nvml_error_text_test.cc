@@ -1,6 +1,9 @@
 #include "export/nvml_error_text.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
+
+#include "nvml/nvml_abi.h"
 
 namespace gpuscope::exporter {
 namespace {
@@ -14,11 +17,30 @@ TEST(NvmlErrorText, UsesNvmlsWording) {
   EXPECT_EQ(nvml_error_text(10), "Timeout");
   EXPECT_EQ(nvml_error_text(13), "Function Not Found");
   EXPECT_EQ(nvml_error_text(15), "GPU is lost");
-  EXPECT_EQ(nvml_error_text(16), "GPU requires reset");
+  EXPECT_EQ(nvml_error_text(16), "GPU requires restart");
   EXPECT_EQ(nvml_error_text(999), "Unknown Error");
 }
 
 TEST(NvmlErrorText, UndocumentedCodeNamesTheNumber) { EXPECT_EQ(nvml_error_text(4242), "NVML error 4242"); }
+
+}  // namespace
+}  // namespace gpuscope::exporter
+
+namespace gpuscope::exporter {
+namespace {
+
+// Our table must say what a driver's nvmlErrorString says; the simulated driver is checked to.
+TEST(NvmlErrorText, AgreesWithTheDriversErrorStrings) {
+  void* lib = dlopen(GPUSCOPE_SIM_LIB, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  auto error_string = reinterpret_cast<decltype(&::nvmlErrorString)>(dlsym(lib, "nvmlErrorString"));
+  ASSERT_NE(error_string, nullptr);
+  for (int code = 0; code <= 27; ++code) {
+    EXPECT_EQ(nvml_error_text(code), error_string(static_cast<nvmlReturn_t>(code))) << "code " << code;
+  }
+  EXPECT_EQ(nvml_error_text(999), error_string(NVML_ERROR_UNKNOWN));
+  dlclose(lib);
+}
 
 }  // namespace
 }  // namespace gpuscope::exporter

@@ -144,6 +144,29 @@ TEST(NvmlBackend, OldDriverStillGivesProcessesButNoGpm) {
   }
 }
 
+// The _v2 fallback fills 24-byte entries: read with the wrong stride, the second process of a GPU
+// would come back as garbage pids and memory.
+TEST(NvmlBackend, OldDriverReadsTheSameProcessesAsACurrentOne) {
+  const std::string golden = std::string(GPUSCOPE_SOURCE_DIR) + "/scenarios/golden.yaml";
+  auto current = open_sim(golden, 700);
+  ASSERT_TRUE(current);
+  auto want = current->sample();
+  current.reset();
+  auto legacy = open_sim(golden, 700, /*legacy=*/true);
+  ASSERT_TRUE(legacy);
+  auto got = legacy->sample();
+  ASSERT_EQ(got.gpus.size(), want.gpus.size());
+  ASSERT_GE(want.gpus[0].processes.size(), 2u) << "the scenario puts two processes on GPU 0";
+  for (std::size_t i = 0; i < want.gpus.size(); ++i) {
+    ASSERT_EQ(got.gpus[i].processes.size(), want.gpus[i].processes.size()) << "GPU " << i;
+    for (std::size_t k = 0; k < want.gpus[i].processes.size(); ++k) {
+      EXPECT_EQ(got.gpus[i].processes[k].pid, want.gpus[i].processes[k].pid);
+      EXPECT_EQ(got.gpus[i].processes[k].used_memory_bytes, want.gpus[i].processes[k].used_memory_bytes);
+      EXPECT_EQ(got.gpus[i].processes[k].kind, want.gpus[i].processes[k].kind);
+    }
+  }
+}
+
 TEST(NvmlBackend, SimulatorLibraryIsFoundFromTheEnvironment) {
   setenv("GPUSCOPE_SIM_LIB", GPUSCOPE_SIM_LIB, 1);
   EXPECT_EQ(simulator_library_path(), GPUSCOPE_SIM_LIB);

@@ -18,7 +18,9 @@ TEST(Processes, ThreeVersionsAgree) {
   ASSERT_EQ(n, 2U);
   std::vector<nvmlProcessInfo_t> v3(n);
   ASSERT_EQ(NVML(nvmlDeviceGetComputeRunningProcesses_v3)(dev, &n, v3.data()), NVML_SUCCESS);
-  std::vector<nvmlProcessInfo_v1_t> v2(n), v1(n);
+  // _v2 fills the same 24-byte entries as _v3 (NVIDIA's nvmlProcessInfo_v2_t); v1 16-byte ones.
+  std::vector<nvmlProcessInfo_t> v2(n);
+  std::vector<nvmlProcessInfo_v1_t> v1(n);
   ASSERT_EQ(NVML(nvmlDeviceGetComputeRunningProcesses_v2)(dev, &n, v2.data()), NVML_SUCCESS);
   ASSERT_EQ(NVML(nvmlDeviceGetComputeRunningProcesses)(dev, &n, v1.data()), NVML_SUCCESS);
   for (unsigned i = 0; i < n; ++i) {
@@ -26,6 +28,7 @@ TEST(Processes, ThreeVersionsAgree) {
     EXPECT_EQ(v3[i].pid, v1[i].pid);
     EXPECT_EQ(v3[i].usedGpuMemory, v2[i].usedGpuMemory);
     EXPECT_EQ(v3[i].usedGpuMemory, v1[i].usedGpuMemory);
+    EXPECT_EQ(v2[i].gpuInstanceId, 0xFFFFFFFFU);
     EXPECT_EQ(v3[i].gpuInstanceId, 0xFFFFFFFFU);
     EXPECT_EQ(v3[i].computeInstanceId, 0xFFFFFFFFU);
   }
@@ -54,7 +57,10 @@ TEST(Processes, GraphicsProcessesAreListedApart) {
   nvmlProcessInfo_v1_t old{};
   ASSERT_EQ(NVML(nvmlDeviceGetGraphicsRunningProcesses)(dev, &n, &old), NVML_SUCCESS);
   EXPECT_EQ(old.pid, 1003U);
-  ASSERT_EQ(NVML(nvmlDeviceGetGraphicsRunningProcesses_v2)(dev, &n, &old), NVML_SUCCESS);
+  nvmlProcessInfo_t v2{};
+  ASSERT_EQ(NVML(nvmlDeviceGetGraphicsRunningProcesses_v2)(dev, &n, &v2), NVML_SUCCESS);
+  EXPECT_EQ(v2.pid, 1003U);
+  EXPECT_EQ(v2.computeInstanceId, 0xFFFFFFFFU);
   n = 0;
   ASSERT_EQ(NVML(nvmlDeviceGetComputeRunningProcesses_v3)(dev, &n, nullptr), NVML_ERROR_INSUFFICIENT_SIZE);
   EXPECT_EQ(n, 1U);  // pid 1000 spans GPUs 0, 2 and 3

@@ -116,6 +116,23 @@ TEST(Clock, RealClockStartsAtInitAndRuns) {
   EXPECT_LT(v.violationTime, 5ULL * kNsPerS);
 }
 
+// A client that takes over a running real clock (gpuscope's virtual-clock runs) goes on from the
+// scenario time reached, not from the far-away default epoch.
+TEST(Clock, TakingOverARealClockKeepsItsTimeline) {
+  Session s("idle", std::nullopt);
+  ASSERT_TRUE(s.ok());
+  unsigned long long now = 0;
+  ASSERT_EQ(NVML(gpuscopeSimGetTime)(&now), NVML_SUCCESS);
+  ASSERT_EQ(NVML(gpuscopeSimSetTime)(now + 60 * kNsPerS), NVML_SUCCESS);
+  unsigned long long later = 0;
+  ASSERT_EQ(NVML(gpuscopeSimGetTime)(&later), NVML_SUCCESS);
+  EXPECT_EQ(later, now + 60 * kNsPerS);
+  nvmlViolationTime_t v{};
+  ASSERT_EQ(NVML(nvmlDeviceGetViolationStatus)(s.gpu(0), NVML_PERF_POLICY_LOW_UTILIZATION, &v), NVML_SUCCESS);
+  EXPECT_GE(v.violationTime, 60ULL * kNsPerS);  // idle since init: about a minute, not ~a year
+  EXPECT_LT(v.violationTime, 65ULL * kNsPerS);
+}
+
 TEST(Quantities, DurationsSizesAndRates) {
   Session s(R"(gpus: {count: 1, model: NVIDIA H100 80GB HBM3}
 processes:
@@ -213,6 +230,8 @@ TEST(BadScenarios, InitFailsWithFileLineAndReason) {
       {"", {"", 1, "empty scenario"}},
       {"- just\n- a list\n", {"", 1, "must be a mapping"}},
       {"start: yesterday\ngpus: {count: 1, model: NVIDIA L4}\n", {"", 1, "bad time 'yesterday'"}},
+      {"start: 1900-01-01T00:00:00Z\ngpus: {count: 1, model: NVIDIA L4}\n", {"", 1, "between 1970 and 2200"}},
+      {"start: 2262-04-11T23:47:16Z\ngpus: {count: 1, model: NVIDIA L4}\n", {"", 1, "between 1970 and 2200"}},
       {"gpus:\n  count: 1\n  model: Tesla T4\nevents:\n  - at: 1m\n    row_remap: pending\n",
        {"", 6, "has no row remapping"}},
   };
@@ -249,6 +268,24 @@ TEST(BadScenarios, MissingFileAndBadTimeVariable) {
   unsetenv("GPUSCOPE_SIM_SCENARIO");
   unsetenv("GPUSCOPE_SIM_TIME");
   EXPECT_NE(std::string(NVML(nvmlErrorString)(NVML_ERROR_UNKNOWN)).find("GPUSCOPE_SIM_TIME"), std::string::npos);
+
+  // Times the simulator cannot reach quickly (it integrates from t = 0) or at all are refused at
+  // once, never a hang or a 1970 timestamp.
+  for (const char* far : {"7.4e9", "1e300", "-1e300", "-5", "inf"}) {
+    SCOPED_TRACE(far);
+    setenv("GPUSCOPE_SIM_SCENARIO", scenario_path("idle").c_str(), 1);
+    setenv("GPUSCOPE_SIM_TIME", far, 1);
+    EXPECT_EQ(NVML(nvmlInit_v2)(), NVML_ERROR_UNKNOWN);
+    unsetenv("GPUSCOPE_SIM_SCENARIO");
+    unsetenv("GPUSCOPE_SIM_TIME");
+    EXPECT_NE(std::string(NVML(nvmlErrorString)(NVML_ERROR_UNKNOWN)).find("GPUSCOPE_SIM_TIME"), std::string::npos);
+  }
+  Session s("idle", 10.0);
+  ASSERT_TRUE(s.ok());
+  unsigned long long now = 0;
+  ASSERT_EQ(NVML(gpuscopeSimGetTime)(&now), NVML_SUCCESS);
+  EXPECT_EQ(NVML(gpuscopeSimSetTime)(now + 400ULL * 24 * 3600 * kNsPerS), NVML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(NVML(gpuscopeSimSetTime)(now + 3600 * kNsPerS), NVML_SUCCESS);
 }
 
 TEST(BadScenarios, GarbageNeverCrashes) {
