@@ -15,7 +15,7 @@ namespace {
 using Record = std::map<std::string, std::string>;
 
 // "gpu\tindex=0\tname=..." lines → (kind, key=value map).
-std::vector<std::pair<std::string, Record>> parse_client(const std::string& text) {
+[[maybe_unused]] std::vector<std::pair<std::string, Record>> parse_client(const std::string& text) {
   std::vector<std::pair<std::string, Record>> out;
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
