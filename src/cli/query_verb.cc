@@ -99,8 +99,10 @@ std::expected<QueryOptions, ParseExit> parse_query_args(std::span<const std::str
   app->add_option("--loop-ms", loop_ms, "(also -lms) repeat every MILLISECONDS")->type_name("MS");
   app->add_option("-i,--id", ids, "only these GPUs: indices, UUIDs or PCI bus ids, comma-separated")
       ->type_name("IDS");
-  app->footer(fmt::format("Fields for --query-gpu:\n{}\n\n{}", wrapped_names(exporter::gpu_query_names()),
-                          app->get_footer()));
+  app->footer(fmt::format("Fields for --query-gpu:\n{}\n  and any DCGM field name of gpuscope's catalog, e.g. "
+                          "DCGM_FI_PROF_SM_ACTIVE, DCGM_FI_PROF_PIPE_TENSOR_ACTIVE,\n  DCGM_FI_PROF_DRAM_ACTIVE "
+                          "(the profiling ratios that show whether the GPU is really busy)\n\n{}",
+                          wrapped_names(exporter::gpu_query_names()), app->get_footer()));
 
   const auto args = with_long_loop_ms(raw_args);
   if (auto parsed = parse_arguments(*app, args); !parsed) return std::unexpected(parsed.error());

@@ -90,6 +90,12 @@ std::expected<std::vector<GpuColumn>, UnknownQueryName> parse_gpu_query(std::str
       columns.push_back({std::string(name), *field});
       continue;
     }
+    // nvidia-smi has no names for the profiling ratios (SM active, tensor pipes, DRAM) that show
+    // whether the chip is busy: DCGM's names reach every catalog field.
+    if (auto field = FieldCatalog::by_dcgm_name(asked)) {
+      columns.push_back({std::string(asked), *field});
+      continue;
+    }
     return std::unexpected(UnknownQueryName{std::string(asked)});
   }
   return columns;

@@ -42,7 +42,8 @@ struct UnknownQueryName {
 };
 
 // Splits a comma-separated list ("index, name,memory.used"), trimming blanks around each name.
-// Accepts nvidia-smi's aliases (gpu_name, gpu_uuid, gpu_bus_id, clocks.current.sm, ...).
+// Accepts nvidia-smi's aliases (gpu_name, gpu_uuid, gpu_bus_id, clocks.current.sm, ...) and the
+// DCGM_FI_* name of any catalog field (DCGM_FI_PROF_SM_ACTIVE), which nvidia-smi cannot query.
 std::expected<std::vector<GpuColumn>, UnknownQueryName> parse_gpu_query(std::string_view names);
 
 // Every name parse_gpu_query accepts as canonical, for --help.

@@ -39,6 +39,18 @@ TEST(ParseGpuQuery, CatalogFieldsWithoutAnSmiNameAreNotQueryable) {
   EXPECT_EQ(cols.error().name, "sm_active_ratio");
 }
 
+TEST(ParseGpuQuery, DcgmNamesReachTheProfilingFields) {
+  auto cols = parse_gpu_query("utilization.gpu,DCGM_FI_PROF_SM_ACTIVE, DCGM_FI_PROF_PIPE_TENSOR_ACTIVE");
+  ASSERT_TRUE(cols.has_value());
+  ASSERT_EQ(cols->size(), 3u);
+  EXPECT_EQ((*cols)[1].name, "DCGM_FI_PROF_SM_ACTIVE");
+  EXPECT_EQ(std::get<model::FieldId>((*cols)[1].source), model::FieldId::kSmActive);
+  EXPECT_EQ(std::get<model::FieldId>((*cols)[2].source), model::FieldId::kPipeTensorActive);
+  auto typo = parse_gpu_query("DCGM_FI_PROF_SM_ACTIV");
+  ASSERT_FALSE(typo.has_value());
+  EXPECT_EQ(typo.error().name, "DCGM_FI_PROF_SM_ACTIV");
+}
+
 TEST(ParseGpuQuery, RejectsAnEmptyEntry) {
   auto cols = parse_gpu_query("index,,name");
   ASSERT_FALSE(cols.has_value());
