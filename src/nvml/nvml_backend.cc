@@ -383,14 +383,13 @@ model::GpuSample NvmlBackend::sample_gpu(std::size_t i) {
   put_uint(FieldId::kPcieTxThroughput, L.nvmlDeviceGetPcieThroughput, 1.0, NVML_PCIE_UTIL_TX_BYTES);
   put_uint(FieldId::kPcieRxThroughput, L.nvmlDeviceGetPcieThroughput, 1.0, NVML_PCIE_UTIL_RX_BYTES);
 
-  if (!lost) {
-    if (L.nvmlDeviceGetTotalEnergyConsumption == nullptr) {
-      g[FieldId::kTotalEnergy] = FieldValue::unsupported();
-    } else if (unsigned long long mj = 0; true) {
-      nvmlReturn_t rc = L.nvmlDeviceGetTotalEnergyConsumption(d, &mj);
-      mark(rc);
-      g[FieldId::kTotalEnergy] = rc == NVML_SUCCESS ? FieldValue::of(static_cast<double>(mj)) : status_of(rc);
-    }
+  if (!lost && L.nvmlDeviceGetTotalEnergyConsumption == nullptr) {
+    g[FieldId::kTotalEnergy] = FieldValue::unsupported();
+  } else if (!lost) {
+    unsigned long long mj = 0;
+    nvmlReturn_t rc = L.nvmlDeviceGetTotalEnergyConsumption(d, &mj);
+    mark(rc);
+    g[FieldId::kTotalEnergy] = rc == NVML_SUCCESS ? FieldValue::of(static_cast<double>(mj)) : status_of(rc);
   }
   if (!lost) read_utilization(g, d, mark);
   if (!lost) read_memory(g, d, mark);
@@ -445,9 +444,7 @@ bool NvmlBackend::try_recover(GpuState& s, model::GpuInfo& info) {
   s.device = d;
   s.up = true;
   s.down_code = 0;
-  const unsigned index = info.index;
   read_static(s, info);
-  if (info.name.empty()) info.index = index;
   return true;
 }
 

@@ -16,9 +16,8 @@ using testing::open_sim;
 
 std::string scenario(const char* name) { return std::string(GPUSCOPE_SOURCE_DIR) + "/scenarios/" + name; }
 
-std::chrono::system_clock::time_point at(const NvmlBackend& b, const model::Snapshot& ref, double ref_seconds,
-                                         double seconds) {
-  (void)b;
+// The wall time of scenario second `seconds`, given a snapshot taken at scenario second `ref_seconds`.
+std::chrono::system_clock::time_point at(const model::Snapshot& ref, double ref_seconds, double seconds) {
   return ref.time + std::chrono::duration_cast<std::chrono::system_clock::duration>(
                         std::chrono::duration<double>(seconds - ref_seconds));
 }
@@ -30,7 +29,9 @@ TEST(NvmlBackendFaults, LostGpuIsMarkedDownWhileOthersWorkAndComesBack) {
   ASSERT_EQ(before.gpus.size(), 2u);
   EXPECT_TRUE(before.gpus[1].up);
 
-  ASSERT_TRUE(b->set_sim_time(at(*b, before, 30, 90)));
+  const std::string uuid_before = b->gpus()[1].uuid;
+  ASSERT_FALSE(uuid_before.empty());
+  ASSERT_TRUE(b->set_sim_time(at(before, 30, 90)));
   auto lost = b->sample();
   EXPECT_TRUE(lost.gpus[0].up);
   EXPECT_TRUE(lost.gpus[0][FieldId::kPowerUsage].valid());
@@ -39,12 +40,11 @@ TEST(NvmlBackendFaults, LostGpuIsMarkedDownWhileOthersWorkAndComesBack) {
   EXPECT_FALSE(lost.gpus[1][FieldId::kPowerUsage].valid());
   ASSERT_EQ(b->gpus().size(), 2u) << "a lost GPU stays listed";
 
-  ASSERT_TRUE(b->set_sim_time(at(*b, before, 30, 150)));
+  ASSERT_TRUE(b->set_sim_time(at(before, 30, 150)));
   auto back = b->sample();
   EXPECT_TRUE(back.gpus[1].up) << "re-discovered once it answers again";
   EXPECT_TRUE(back.gpus[1][FieldId::kPowerUsage].valid());
-  EXPECT_EQ(b->gpus()[1].uuid, b->gpus()[1].uuid);
-  EXPECT_FALSE(b->gpus()[1].uuid.empty());
+  EXPECT_EQ(b->gpus()[1].uuid, uuid_before) << "the same GPU, found again";
 }
 
 TEST(NvmlBackendFaults, FailingFunctionMarksOnlyItsField) {
@@ -58,13 +58,13 @@ TEST(NvmlBackendFaults, FailingFunctionMarksOnlyItsField) {
   EXPECT_TRUE(g0[FieldId::kGpuTemp].valid());
   EXPECT_TRUE(s.gpus[1][FieldId::kPowerUsage].valid()) << "the fault is on GPU 0 only";
 
-  ASSERT_TRUE(b->set_sim_time(at(*b, s, 90, 210)));
+  ASSERT_TRUE(b->set_sim_time(at(s, 90, 210)));
   auto s2 = b->sample();
   EXPECT_EQ(s2.gpus[0][FieldId::kGpuTemp].status, ValueStatus::kUnsupported);
   EXPECT_EQ(s2.gpus[1][FieldId::kGpuTemp].status, ValueStatus::kUnsupported);
   EXPECT_TRUE(s2.gpus[0][FieldId::kPowerUsage].valid()) << "its window has closed";
 
-  ASSERT_TRUE(b->set_sim_time(at(*b, s, 90, 310)));
+  ASSERT_TRUE(b->set_sim_time(at(s, 90, 310)));
   auto s3 = b->sample();
   EXPECT_TRUE(s3.gpus[1].up) << "a timeout is not a lost GPU";
   EXPECT_EQ(s3.gpus[1][FieldId::kPowerUsage].error_code, 10);
@@ -118,7 +118,7 @@ TEST(NvmlBackendFaults, EveryXidIsCountedEvenTwoEqualOnesInARow) {
   EXPECT_TRUE(s.gpus[0][FieldId::kXidErrors].valid()) << "watched, none yet: a real 0";
   EXPECT_EQ(s.gpus[0][FieldId::kXidErrors].value, 0);
 
-  ASSERT_TRUE(b->set_sim_time(at(*b, s, 30, 200)));
+  ASSERT_TRUE(b->set_sim_time(at(s, 30, 200)));
   model::Snapshot later;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   do {
