@@ -61,8 +61,9 @@ std::unique_ptr<CLI::App> make_verb_app(std::string_view verb, std::string_view 
   return app;
 }
 
-std::expected<std::unique_ptr<nvml::NvmlBackend>, int> open_backend(const Invocation& inv) {
+std::expected<std::unique_ptr<nvml::NvmlBackend>, int> open_backend(const Invocation& inv, bool watch_events) {
   nvml::BackendOptions options;
+  options.watch_events = watch_events;
   options.simulate = inv.global.simulate;
   options.scenario = inv.global.scenario;
   options.library_path = inv.global.nvml_lib;
@@ -76,6 +77,29 @@ std::expected<std::unique_ptr<nvml::NvmlBackend>, int> open_backend(const Invoca
 
 bool is_one_of(std::string_view value, std::initializer_list<std::string_view> allowed) {
   return std::find(allowed.begin(), allowed.end(), value) != allowed.end();
+}
+
+std::optional<std::chrono::nanoseconds> parse_duration(std::string_view text) {
+  double v = 0;
+  const auto* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc{} || !(v >= 0)) return std::nullopt;
+  const std::string_view unit(ptr, static_cast<std::size_t>(end - ptr));
+  double scale = 0;
+  if (unit == "ms") {
+    scale = 1e6;
+  } else if (unit == "s") {
+    scale = 1e9;
+  } else if (unit == "m") {
+    scale = 60e9;
+  } else if (unit == "h") {
+    scale = 3600e9;
+  } else {
+    return std::nullopt;
+  }
+  const double ns = v * scale;
+  if (ns > 1e18) return std::nullopt;
+  return std::chrono::nanoseconds(static_cast<long long>(ns));
 }
 
 std::optional<long long> positive_integer(std::string_view text) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <expected>
 #include <initializer_list>
 #include <optional>
@@ -69,10 +70,14 @@ std::unique_ptr<CLI::App> make_verb_app(std::string_view verb, std::string_view 
 
 // Opens NVML as the global options say. On failure prints NVML's message and returns the exit code
 // (kExitNoLibrary when no library was found, kExitRuntime otherwise).
-std::expected<std::unique_ptr<nvml::NvmlBackend>, int> open_backend(const Invocation& inv);
+// `watch_events` starts the XID/ECC event thread (the agent wants it; one-shot verbs do not).
+std::expected<std::unique_ptr<nvml::NvmlBackend>, int> open_backend(const Invocation& inv, bool watch_events = false);
 
 // "json" or "text"/"csv" style format values, validated per verb; returns false for anything else.
 bool is_one_of(std::string_view value, std::initializer_list<std::string_view> allowed);
+
+// "100ms", "1s", "1.5s", "2m", "1h" (a number and a unit); nullopt for anything else.
+std::optional<std::chrono::nanoseconds> parse_duration(std::string_view text);
 
 // A whole number > 0 (for -l, -d, -c, -lms); nullopt for anything else, including "1.5" and "0".
 std::optional<long long> positive_integer(std::string_view text);

@@ -12,6 +12,7 @@
 #include "cli/invocation.h"
 #include "cli/list_verb.h"
 #include "cli/query_verb.h"
+#include "cli/serve_verb.h"
 #include "cli/stop_signal.h"
 
 namespace gpuscope::cli {
@@ -29,6 +30,7 @@ constexpr std::string_view kUsage =
     "  info    driver, NVML library loaded, each GPU's identity, memory, clocks and limits\n"
     "  query   nvidia-smi --query-gpu / --query-compute-apps: same names and CSV, or numeric JSON\n"
     "  dmon    nvidia-smi dmon: one row per GPU per interval, or NDJSON\n"
+    "  serve   the node agent: /metrics for Prometheus (dcgm-exporter's names), /healthz, /api/v1/gpus\n"
     "\n"
     "Global options (before or after the command):\n"
     "  --simulate[=SCENARIO]  use gpuscope's simulated NVML library, optionally with a scenario file\n"
@@ -101,9 +103,10 @@ int dispatch(std::span<const char* const> argv, Invocation& inv) {
   if (cl->verb == "info") return run_info(args, inv);
   if (cl->verb == "query") return run_query(args, inv);
   if (cl->verb == "dmon") return run_dmon(args, inv);
-  if (cl->verb.empty()) return usage_error(inv.err, "no command given (list, info, query, dmon; see 'gpuscope --help')");
+  if (cl->verb == "serve") return run_serve(args, inv);
+  if (cl->verb.empty()) return usage_error(inv.err, "no command given (list, info, query, dmon, serve; see 'gpuscope --help')");
   return usage_error(inv.err,
-                     fmt::format("unknown command '{}' (list, info, query, dmon; see 'gpuscope --help')", cl->verb));
+                     fmt::format("unknown command '{}' (list, info, query, dmon, serve; see 'gpuscope --help')", cl->verb));
 }
 
 int run(std::span<const char* const> argv, std::ostream& out, std::ostream& err, const std::atomic<bool>& stop,

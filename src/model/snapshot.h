@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/field_catalog.h"
@@ -77,10 +78,18 @@ struct GpuSample {
   FieldValue& operator[](FieldId id) { return fields[index_of(id)]; }
 };
 
+// The parts of a reading, timed separately so a slow one is visible (the exporter's per-collector
+// duration and success series, as node_exporter has them).
+enum class Collector : std::uint8_t { kDevice, kGpm, kProcesses, kCount };
+inline constexpr std::size_t kCollectorCount = static_cast<std::size_t>(Collector::kCount);
+inline constexpr std::array<std::string_view, kCollectorCount> kCollectorNames{"device", "gpm", "processes"};
+
 struct Snapshot {
   std::chrono::system_clock::time_point time;  // when the reading started (the driver's clock)
   std::chrono::nanoseconds duration{0};         // how long the reading took
   std::vector<GpuSample> gpus;
+  // Time spent in each collector, summed over the GPUs.
+  std::array<std::chrono::nanoseconds, kCollectorCount> collector_durations{};
 };
 
 }  // namespace gpuscope::model

@@ -320,6 +320,7 @@ model::Snapshot NvmlBackend::sample() {
   if (waited_for_gpm) std::this_thread::sleep_for(kMinGpmWindow);
 
   std::vector<unsigned> live_pids;
+  collector_durations_ = {};
   snap.gpus.reserve(state_.size());
   for (std::size_t i = 0; i < state_.size(); ++i) {
     snap.gpus.push_back(sample_gpu(i));
@@ -327,6 +328,11 @@ model::Snapshot NvmlBackend::sample() {
   }
   proc_resolver_->retain_only(live_pids);
   snap.duration = std::chrono::steady_clock::now() - started;
+  snap.collector_durations = collector_durations_;
+  // Device time is what the GPU readings took beyond the timed GPM and process parts.
+  auto& device = snap.collector_durations[static_cast<std::size_t>(model::Collector::kDevice)];
+  device = snap.duration;
+  for (std::size_t c = 1; c < model::kCollectorCount; ++c) device -= std::min(device, snap.collector_durations[c]);
   return snap;
 }
 
@@ -396,8 +402,13 @@ model::GpuSample NvmlBackend::sample_gpu(std::size_t i) {
   if (!lost) read_health(g, d, mark);
   if (!lost) read_violations(g, d, mark);
   if (!lost) read_field_values(g, d, mark);
-  if (!lost) read_gpm(g, s, info, mark);
-  if (!lost) read_processes(g, s, mark);
+  auto timed = [&](model::Collector c, auto&& read) {
+    const auto t0 = std::chrono::steady_clock::now();
+    read();
+    collector_durations_[static_cast<std::size_t>(c)] += std::chrono::steady_clock::now() - t0;
+  };
+  if (!lost) timed(model::Collector::kGpm, [&] { read_gpm(g, s, info, mark); });
+  if (!lost) timed(model::Collector::kProcesses, [&] { read_processes(g, s, mark); });
 
   if (lost) {
     s.up = false;

@@ -2,6 +2,7 @@
 // and reads every catalog field, the processes and the event counts of each GPU into one Snapshot.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <expected>
 #include <memory>
@@ -101,6 +102,7 @@ class NvmlBackend {
   std::unique_ptr<EventWatcher> events_;
   std::unique_ptr<ProcessResolver> proc_resolver_;
   std::string proc_root_;
+  std::array<std::chrono::nanoseconds, model::kCollectorCount> collector_durations_{};
 };
 
 // Where gpuscope's simulated libnvidia-ml.so.1 is: env GPUSCOPE_SIM_LIB, else next to the running

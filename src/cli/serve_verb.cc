@@ -1,0 +1,201 @@
+#include "cli/serve_verb.h"
+
+#include <signal.h>
+
+#include <cstdlib>
+#include <ctime>
+#include <memory>
+#include <ostream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "export/metric_set.h"
+#include "http/agent_routes.h"
+#include "http/http_server.h"
+#include "sampler/sampler.h"
+
+namespace gpuscope::cli {
+namespace {
+
+constexpr auto kMinInterval = std::chrono::milliseconds(100);
+constexpr auto kMaxInterval = std::chrono::seconds(60);
+// SIGTERM must end the agent within 1 s; a sampler stuck in a driver call gets this long to return.
+constexpr auto kStopGrace = std::chrono::milliseconds(600);
+
+// Loads the collectors file, logging the lines it skips.
+std::expected<std::shared_ptr<const exporter::MetricSet>, std::string> load_set(const ServeOptions& o,
+                                                                                log::Logger& log) {
+  if (o.collectors_file.empty()) return std::make_shared<const exporter::MetricSet>(exporter::default_metric_set());
+  auto loaded = exporter::load_metric_set(o.collectors_file);
+  if (!loaded) return std::unexpected(loaded.error());
+  for (const auto& w : loaded->warnings) log.warn("collectors file line skipped", {{"detail", w}});
+  log.info("collectors file loaded", {{"file", o.collectors_file}, {"fields", std::to_string(loaded->set.fields.size())}});
+  return std::make_shared<const exporter::MetricSet>(std::move(loaded->set));
+}
+
+}  // namespace
+
+std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::string> args) {
+  auto app = make_verb_app(
+      "serve",
+      "Run the node agent: read every GPU once per --interval and serve the readings over HTTP.\n"
+      "  /metrics       Prometheus text (OpenMetrics when asked), dcgm-exporter's metric names and labels\n"
+      "  /healthz       200 while readings are fresh (also /health, dcgm-exporter's path)\n"
+      "  /api/v1/gpus   GPUs and their latest values as JSON\n"
+      "It listens on 127.0.0.1:9400 by default; --listen :9400 listens on every interface (what Prometheus on\n"
+      "another host needs). SIGTERM/SIGINT stop it; SIGHUP reloads --collectors (a bad file keeps the old one).\n"
+      "Logs go to stderr in logfmt.",
+      "  gpuscope serve --listen :9400 --interval 1s\n"
+      "  gpuscope serve --collectors /etc/dcgm-exporter/default-counters.csv --hostname-label hostname\n"
+      "  gpuscope --simulate serve & curl -s 127.0.0.1:9400/metrics");
+  ServeOptions o;
+  std::string listen = "127.0.0.1:9400", interval = "1s", hostname_label = "Hostname", log_level = "info";
+  std::string max_processes = "64", max_connections = "256", http_timeout = "10s";
+  bool no_hostname = false;
+  app->add_option("--listen", listen, "address and port to listen on (default 127.0.0.1:9400; ':9400' for all)")
+      ->type_name("ADDR:PORT");
+  app->add_option("--interval", interval, "time between GPU readings, 100ms to 60s (default 1s)")
+      ->type_name("DURATION");
+  app->add_option("--collectors", o.collectors_file,
+                  "which DCGM fields to export: a dcgm-exporter collectors CSV (FIELD, type, help)")
+      ->type_name("FILE");
+  app->add_option("--hostname-label", hostname_label,
+                  "name of the host label: Hostname (dcgm-exporter before 4.8, default) or hostname")
+      ->type_name("NAME");
+  app->add_flag("--no-hostname", no_hostname, "leave the host label out (as dcgm-exporter's --no-hostname)");
+  app->add_option("--max-processes", max_processes,
+                  "per GPU, export per-process series for at most this many processes (default 64)")
+      ->type_name("N");
+  app->add_option("--log-level", log_level, "debug, info (default), warn or error")->type_name("LEVEL");
+  app->add_option("--max-connections", max_connections, "concurrent HTTP connections (default 256)")
+      ->type_name("N");
+  app->add_option("--http-timeout", http_timeout,
+                  "a request's headers must arrive within this; also the keep-alive idle limit (default 10s)")
+      ->type_name("DURATION");
+  if (auto parsed = parse_arguments(*app, args); !parsed) return std::unexpected(parsed.error());
+
+  auto address = http::parse_listen_address(listen);
+  if (!address) return std::unexpected(usage(fmt::format("{} in --listen", address.error())));
+  std::tie(o.host, o.port) = *address;
+  auto d = parse_duration(interval);
+  if (!d || *d < kMinInterval || *d > kMaxInterval) {
+    return std::unexpected(usage(fmt::format("invalid value '{}' for --interval (100ms to 60s, e.g. 1s, 500ms)", interval)));
+  }
+  o.interval = *d;
+  if (hostname_label == "Hostname") {
+    o.metrics.hostname_label = exporter::HostnameLabel::kHostname;
+  } else if (hostname_label == "hostname") {
+    o.metrics.hostname_label = exporter::HostnameLabel::kLowercase;
+  } else {
+    return std::unexpected(usage(fmt::format("invalid value '{}' for --hostname-label (Hostname or hostname)", hostname_label)));
+  }
+  if (no_hostname) o.metrics.hostname_label = exporter::HostnameLabel::kNone;
+  auto mp = positive_integer(max_processes);
+  if (max_processes == "0") mp = 0;
+  if (!mp || *mp > 100000) {
+    return std::unexpected(usage(fmt::format("invalid value '{}' for --max-processes (0 to 100000)", max_processes)));
+  }
+  o.metrics.max_processes_per_gpu = static_cast<std::size_t>(*mp);
+  auto level = log::parse_level(log_level);
+  if (!level) return std::unexpected(usage(fmt::format("invalid value '{}' for --log-level (debug, info, warn, error)", log_level)));
+  o.log_level = *level;
+  auto mc = positive_integer(max_connections);
+  if (!mc || *mc > 65536) {
+    return std::unexpected(usage(fmt::format("invalid value '{}' for --max-connections (1 to 65536)", max_connections)));
+  }
+  o.max_connections = static_cast<unsigned>(*mc);
+  auto ht = parse_duration(http_timeout);
+  if (!ht || *ht < std::chrono::seconds(1) || *ht > std::chrono::hours(1)) {
+    return std::unexpected(usage(fmt::format("invalid value '{}' for --http-timeout (1s to 1h)", http_timeout)));
+  }
+  o.http_timeout = std::chrono::duration_cast<std::chrono::seconds>(*ht);
+  return o;
+}
+
+int run_serve(std::span<const std::string> args, const Invocation& inv) {
+  auto options = parse_serve_args(args);
+  if (!options) return finish(options.error(), inv);
+  const auto& o = *options;
+  log::Logger log(inv.err, o.log_level);
+
+  auto set = load_set(o, log);
+  if (!set) return usage_error(inv.err, set.error());
+
+  // The signals are taken by this thread with sigtimedwait, so every thread started below inherits a
+  // mask that blocks them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
+  if (inv.handle_signals) pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto opened = open_backend(inv, /*watch_events=*/true);
+  if (!opened) return opened.error();
+  auto& backend = **opened;
+  log.info("NVML loaded", {{"library", backend.system().library_path},
+                           {"driver", backend.system().driver_version},
+                           {"gpus", std::to_string(backend.gpus().size())}});
+
+  sampler::Sampler sampler([&backend] { return backend.sample(); }, o.interval);
+  http::AgentRoutes routes(sampler, backend.gpus(), backend.system(), o.metrics, GPUSCOPE_VERSION);
+  routes.set_metric_set(*set);
+
+  http::HttpServerOptions http_options;
+  http_options.host = o.host;
+  http_options.port = o.port;
+  http_options.max_connections = o.max_connections;
+  http_options.header_timeout = o.http_timeout;
+  auto server = http::HttpServer::start(http_options, [&routes](const http::HttpRequest& r) { return routes.handle(r); },
+                                        log);
+  if (!server) {
+    inv.err << "gpuscope: " << server.error() << '\n';
+    return kExitRuntime;
+  }
+  sampler.start();
+  const std::string shown_host = o.host.empty() ? "" : (o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host);
+  log.info("listening", {{"address", fmt::format("{}:{}", shown_host, (*server)->port())},
+                         {"interval", fmt::format("{}ms", std::chrono::duration_cast<std::chrono::milliseconds>(o.interval).count())}});
+
+  for (;;) {
+    if (inv.stop.load(std::memory_order_relaxed)) break;
+    if (!inv.handle_signals) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
+    timespec wait{0, 200'000'000};
+    const int sig = sigtimedwait(&signals, nullptr, &wait);
+    if (sig == SIGINT || sig == SIGTERM) {
+      log.info("stopping", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}});
+      break;
+    }
+    if (sig == SIGHUP) {
+      if (o.collectors_file.empty()) {
+        log.info("SIGHUP: no collectors file to reload");
+        continue;
+      }
+      if (auto reloaded = load_set(o, log); reloaded) {
+        routes.set_metric_set(*reloaded);
+      } else {
+        routes.reload_failed();
+        log.error("collectors file reload failed; keeping the previous one", {{"err", reloaded.error()}});
+      }
+    }
+  }
+
+  (*server)->stop();
+  if (!sampler.stop(kStopGrace)) {
+    if (inv.handle_signals) {
+      // Joining would wait for the driver; a hung NVML call must not keep the agent from stopping.
+      log.warn("a GPU reading is still inside an NVML call; exiting without waiting for it");
+      inv.err.flush();
+      std::_Exit(kExitOk);
+    }
+    sampler.stop();
+  }
+  log.info("stopped");
+  return kExitOk;
+}
+
+}  // namespace gpuscope::cli

@@ -1,0 +1,32 @@
+// `gpuscope serve`: the node agent. A sampler thread reads every GPU once per interval; an HTTP server
+// answers /metrics (dcgm-exporter's names and labels), /healthz, /api/v1/gpus from the latest reading.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <expected>
+#include <span>
+#include <string>
+
+#include "cli/invocation.h"
+#include "export/gpu_metrics.h"
+#include "log/logger.h"
+
+namespace gpuscope::cli {
+
+struct ServeOptions {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 9400;
+  std::chrono::nanoseconds interval = std::chrono::seconds(1);
+  std::string collectors_file;  // empty: the built-in set
+  exporter::GpuMetricsOptions metrics;
+  log::Level log_level = log::Level::kInfo;
+  unsigned max_connections = 256;
+  std::chrono::seconds http_timeout{10};
+};
+
+std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::string> args);
+
+int run_serve(std::span<const std::string> args, const Invocation& inv);
+
+}  // namespace gpuscope::cli

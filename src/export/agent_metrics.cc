@@ -1,0 +1,100 @@
+#include "export/agent_metrics.h"
+
+#include <chrono>
+
+namespace gpuscope::exporter {
+namespace {
+
+using model::FieldId;
+using model::MetricType;
+
+bool is_gpm_field(FieldId id) { return id >= FieldId::kGrEngineActive && id <= FieldId::kNvlinkRxBytes; }
+
+}  // namespace
+
+std::vector<CollectorResult> collector_results(const model::Snapshot& snapshot) {
+  std::array<bool, model::kCollectorCount> ok;
+  ok.fill(true);
+  for (const auto& g : snapshot.gpus) {
+    if (!g.up) {
+      ok[static_cast<std::size_t>(model::Collector::kDevice)] = false;
+      continue;
+    }
+    for (const auto& f : model::FieldCatalog::all()) {
+      if (g[f.id].status != model::ValueStatus::kError) continue;
+      ok[static_cast<std::size_t>(is_gpm_field(f.id) ? model::Collector::kGpm : model::Collector::kDevice)] = false;
+    }
+    if (g.processes_error_code) ok[static_cast<std::size_t>(model::Collector::kProcesses)] = false;
+  }
+  std::vector<CollectorResult> out;
+  for (std::size_t c = 0; c < model::kCollectorCount; ++c) {
+    out.push_back({model::kCollectorNames[c],
+                   std::chrono::duration<double>(snapshot.collector_durations[c]).count(), ok[c]});
+  }
+  return out;
+}
+
+void write_agent_metrics(ExpositionWriter& w, const AgentStatus& s) {
+  if (s.sample_age_seconds) {
+    w.family("gpuscope_sample_age_seconds", MetricType::kGauge,
+             "Seconds since the latest GPU reading started; grows when the driver hangs.");
+    w.sample("gpuscope_sample_age_seconds", {}, *s.sample_age_seconds);
+    w.family("gpuscope_sample_duration_seconds", MetricType::kGauge, "How long the latest GPU reading took.");
+    w.sample("gpuscope_sample_duration_seconds", {}, s.sample_duration_seconds);
+  }
+  w.family("gpuscope_sample_interval_seconds", MetricType::kGauge, "The configured time between GPU readings.");
+  w.sample("gpuscope_sample_interval_seconds", {}, s.interval_seconds);
+  w.family("gpuscope_samples_total", MetricType::kCounter, "GPU readings completed since the agent started.");
+  w.sample("gpuscope_samples_total", {}, static_cast<double>(s.samples_total));
+  w.family("gpuscope_sample_overruns_total", MetricType::kCounter,
+           "GPU readings that took longer than the interval (the next ones were skipped).");
+  w.sample("gpuscope_sample_overruns_total", {}, static_cast<double>(s.overruns_total));
+
+  if (!s.collectors.empty()) {
+    w.family("gpuscope_collector_duration_seconds", MetricType::kGauge,
+             "Time the latest reading spent in each collector, over all GPUs.");
+    for (const auto& c : s.collectors) {
+      LabelSet l;
+      l.add("collector", c.name);
+      w.sample("gpuscope_collector_duration_seconds", l.text(), c.duration_seconds);
+    }
+    w.family("gpuscope_collector_success", MetricType::kGauge,
+             "Whether each collector read every GPU without an NVML error at the latest reading (1) or not (0).");
+    for (const auto& c : s.collectors) {
+      LabelSet l;
+      l.add("collector", c.name);
+      w.sample("gpuscope_collector_success", l.text(), c.success ? 1 : 0);
+    }
+  }
+
+  w.family("gpuscope_config_last_reload_successful", MetricType::kGauge,
+           "Whether the last load of the collectors file succeeded (1) or kept the previous one (0).");
+  w.sample("gpuscope_config_last_reload_successful", {}, s.config_reload_success ? 1 : 0);
+  w.family("gpuscope_config_last_reload_success_timestamp_seconds", MetricType::kGauge,
+           "Unix time of the last successful load of the collectors file.");
+  w.sample("gpuscope_config_last_reload_success_timestamp_seconds", {}, s.config_reload_timestamp_seconds);
+
+  w.family("gpuscope_build_info", MetricType::kGauge, "gpuscope's version; always 1.");
+  LabelSet build;
+  build.add("version", s.version);
+  w.sample("gpuscope_build_info", build.text(), 1);
+
+  if (s.process) {
+    const auto& p = *s.process;
+    w.family("process_cpu_seconds_total", MetricType::kCounter, "Total user and system CPU time spent in seconds.");
+    w.sample("process_cpu_seconds_total", {}, p.cpu_seconds);
+    w.family("process_resident_memory_bytes", MetricType::kGauge, "Resident memory size in bytes.");
+    w.sample("process_resident_memory_bytes", {}, p.resident_memory_bytes);
+    w.family("process_virtual_memory_bytes", MetricType::kGauge, "Virtual memory size in bytes.");
+    w.sample("process_virtual_memory_bytes", {}, p.virtual_memory_bytes);
+    w.family("process_start_time_seconds", MetricType::kGauge,
+             "Start time of the process since unix epoch in seconds.");
+    w.sample("process_start_time_seconds", {}, p.start_time_seconds);
+    w.family("process_open_fds", MetricType::kGauge, "Number of open file descriptors.");
+    w.sample("process_open_fds", {}, p.open_fds);
+    w.family("process_max_fds", MetricType::kGauge, "Maximum number of open file descriptors.");
+    w.sample("process_max_fds", {}, p.max_fds);
+  }
+}
+
+}  // namespace gpuscope::exporter

@@ -1,0 +1,50 @@
+// The agent's own part of /metrics: how fresh and how costly the GPU readings are, each collector's
+// duration and success, the collectors file's reload state, build info and the process's own CPU,
+// memory and file descriptors (the standard process_* series).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "export/exposition_writer.h"
+#include "model/snapshot.h"
+
+namespace gpuscope::exporter {
+
+struct CollectorResult {
+  std::string_view name;
+  double duration_seconds = 0;
+  bool success = true;
+};
+
+struct ProcessUsage {
+  double cpu_seconds = 0;
+  double resident_memory_bytes = 0;
+  double virtual_memory_bytes = 0;
+  double start_time_seconds = 0;  // Unix time
+  double open_fds = 0;
+  double max_fds = 0;
+};
+
+struct AgentStatus {
+  std::optional<double> sample_age_seconds;  // absent before the first reading
+  double sample_duration_seconds = 0;
+  double interval_seconds = 0;
+  std::uint64_t samples_total = 0;
+  std::uint64_t overruns_total = 0;
+  std::vector<CollectorResult> collectors;
+  bool config_reload_success = true;
+  double config_reload_timestamp_seconds = 0;
+  std::string version;
+  std::optional<ProcessUsage> process;
+};
+
+// Each collector's time and whether it read without an NVML error on every GPU that is up (a lost GPU
+// fails the device collector).
+std::vector<CollectorResult> collector_results(const model::Snapshot& snapshot);
+
+void write_agent_metrics(ExpositionWriter& writer, const AgentStatus& status);
+
+}  // namespace gpuscope::exporter

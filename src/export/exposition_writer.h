@@ -1,0 +1,55 @@
+// ExpositionWriter: writes metric families in Prometheus's text format 0.0.4 or in OpenMetrics 1.0,
+// escaping help texts and label values and spelling NaN and infinities as each format wants.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "model/field_catalog.h"
+
+namespace gpuscope::exporter {
+
+enum class ExpositionFormat { kPrometheusText, kOpenMetrics };
+
+inline constexpr std::string_view kPrometheusTextContentType = "text/plain; version=0.0.4; charset=utf-8";
+inline constexpr std::string_view kOpenMetricsContentType =
+    "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+// The format a scrape's Accept header asks for: OpenMetrics when it names application/openmetrics-text
+// (Prometheus does, with a q-value preference), else the text format.
+ExpositionFormat negotiate_format(std::string_view accept_header);
+
+// Label pairs rendered once and reused for many samples: `name="escaped value"` joined by commas.
+class LabelSet {
+ public:
+  LabelSet& add(std::string_view name, std::string_view value);
+  const std::string& text() const { return text_; }
+
+ private:
+  std::string text_;
+};
+
+class ExpositionWriter {
+ public:
+  ExpositionWriter(ExpositionFormat format, std::string& out) : format_(format), out_(out) {}
+
+  // Starts a family whose samples are named `name`. In OpenMetrics a counter's family drops the
+  // `_total` its samples carry; a counter whose name lacks `_total` (DCGM's, kept for drop-in
+  // compatibility) is declared `unknown` there, so its series keep their names.
+  void family(std::string_view name, model::MetricType type, std::string_view help);
+  // One sample; `labels` and `extra` are LabelSet texts (either may be empty).
+  void sample(std::string_view name, std::string_view labels, double value, std::string_view extra = {});
+  // Ends the exposition ("# EOF" in OpenMetrics).
+  void finish();
+
+ private:
+  ExpositionFormat format_;
+  std::string& out_;
+};
+
+// A sample value: integers without a fraction, others in shortest round-trip form; NaN, +Inf, -Inf.
+void append_value(std::string& out, double value);
+// Escapes \ " and newline as both formats require in label values.
+void append_label_value(std::string& out, std::string_view value);
+
+}  // namespace gpuscope::exporter

@@ -1,0 +1,203 @@
+#include "export/gpu_metrics.h"
+
+#include <algorithm>
+#include <array>
+#include <set>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace gpuscope::exporter {
+namespace {
+
+using model::FieldId;
+using model::MetricType;
+
+constexpr std::array<ThrottleReason, 9> kThrottleReasons{{
+    {0x1, "gpu_idle"},
+    {0x2, "applications_clocks_setting"},
+    {0x4, "sw_power_cap"},
+    {0x8, "hw_slowdown"},
+    {0x10, "sync_boost"},
+    {0x20, "sw_thermal_slowdown"},
+    {0x40, "hw_thermal_slowdown"},
+    {0x80, "hw_power_brake_slowdown"},
+    {0x100, "display_clock_setting"},
+}};
+
+// One GPU as the writer needs it: its sample (null when the snapshot lacks it) and its labels.
+struct GpuRow {
+  const model::GpuSample* sample;
+  std::string labels;
+};
+
+// A per-GPU gauge taken straight from one catalog field, written only where the field is valid.
+void write_field_family(ExpositionWriter& w, const std::vector<GpuRow>& rows, std::string_view name,
+                        std::string_view help, FieldId id) {
+  bool any = std::ranges::any_of(rows, [&](const GpuRow& r) { return (*r.sample)[id].valid(); });
+  if (!any) return;
+  w.family(name, MetricType::kGauge, help);
+  for (const auto& r : rows) {
+    if ((*r.sample)[id].valid()) w.sample(name, r.labels, (*r.sample)[id].value);
+  }
+}
+
+void write_processes(ExpositionWriter& w, const std::vector<GpuRow>& rows, const GpuMetricsOptions& options) {
+  struct ProcessRow {
+    std::string labels;
+    const model::ProcessSample* p;
+  };
+  std::vector<ProcessRow> kept;
+  std::vector<std::pair<const GpuRow*, std::size_t>> dropped;
+  for (const auto& r : rows) {
+    if (r.sample->processes_error_code) continue;
+    std::vector<const model::ProcessSample*> ps;
+    std::set<unsigned> pids;
+    for (const auto& p : r.sample->processes) {
+      if (pids.insert(p.pid).second) ps.push_back(&p);  // one series per pid, even if listed twice
+    }
+    std::ranges::stable_sort(ps, [](const auto* a, const auto* b) {
+      return a->used_memory_bytes.value_or(0) > b->used_memory_bytes.value_or(0);
+    });
+    const std::size_t keep = std::min(ps.size(), options.max_processes_per_gpu);
+    for (std::size_t i = 0; i < keep; ++i) {
+      LabelSet extra;
+      extra.add("pid", std::to_string(ps[i]->pid))
+          .add("process_name", ps[i]->identity.name)
+          .add("container_id", ps[i]->identity.container_id);
+      kept.push_back({r.labels + "," + extra.text(), ps[i]});
+    }
+    dropped.emplace_back(&r, ps.size() - keep);
+  }
+  auto family = [&](std::string_view name, std::string_view help, auto value_of) {
+    bool any = std::ranges::any_of(kept, [&](const ProcessRow& k) { return value_of(*k.p).has_value(); });
+    if (!any) return;
+    w.family(name, MetricType::kGauge, help);
+    for (const auto& k : kept) {
+      if (auto v = value_of(*k.p)) w.sample(name, k.labels, *v);
+    }
+  };
+  family("gpuscope_process_memory_bytes", "GPU memory used by the process (in bytes).",
+         [](const model::ProcessSample& p) -> std::optional<double> {
+           if (!p.used_memory_bytes) return std::nullopt;
+           return static_cast<double>(*p.used_memory_bytes);
+         });
+  family("gpuscope_process_sm_utilization_ratio", "Share of the GPU's SM time the process used (0 to 1).",
+         [](const model::ProcessSample& p) -> std::optional<double> {
+           if (!p.sm_util_percent) return std::nullopt;
+           return *p.sm_util_percent / 100.0;
+         });
+  family("gpuscope_process_memory_utilization_ratio",
+         "Share of the GPU's memory-interface time the process used (0 to 1).",
+         [](const model::ProcessSample& p) -> std::optional<double> {
+           if (!p.mem_util_percent) return std::nullopt;
+           return *p.mem_util_percent / 100.0;
+         });
+  if (!dropped.empty()) {
+    w.family("gpuscope_process_series_dropped", MetricType::kGauge,
+             "Processes on the GPU left out of the per-process series by --max-processes.");
+    for (const auto& [row, n] : dropped) w.sample("gpuscope_process_series_dropped", row->labels, static_cast<double>(n));
+  }
+}
+
+}  // namespace
+
+std::span<const ThrottleReason> throttle_reasons() { return kThrottleReasons; }
+
+LabelSet gpu_labels(const model::GpuInfo& info, const model::SystemInfo& system, const MetricSet& set,
+                    const GpuMetricsOptions& options) {
+  LabelSet labels;
+  labels.add("gpu", std::to_string(info.index))
+      .add("UUID", info.uuid)
+      .add("pci_bus_id", info.pci_bus_id)
+      .add("device", info.device_name())
+      .add("modelName", info.name);
+  if (options.hostname_label == HostnameLabel::kHostname) labels.add("Hostname", system.hostname);
+  if (options.hostname_label == HostnameLabel::kLowercase) labels.add("hostname", system.hostname);
+  if (set.driver_version_label) labels.add("DCGM_FI_DRIVER_VERSION", system.driver_version);
+  return labels;
+}
+
+void write_gpu_metrics(ExpositionWriter& w, const model::Snapshot& snapshot, std::span<const model::GpuInfo> gpus,
+                       const model::SystemInfo& system, const MetricSet& set, const GpuMetricsOptions& options) {
+  std::vector<GpuRow> all;  // every GPU found at start, up or down
+  std::vector<GpuRow> up;
+  for (const auto& info : gpus) {
+    const auto it = std::ranges::find(snapshot.gpus, info.index, &model::GpuSample::index);
+    const model::GpuSample* sample = it == snapshot.gpus.end() ? nullptr : &*it;
+    GpuRow row{sample, gpu_labels(info, system, set, options).text()};
+    if (sample != nullptr && sample->up) up.push_back(row);
+    all.push_back(std::move(row));
+  }
+
+  for (const auto& f : set.fields) {
+    const auto& def = model::FieldCatalog::get(f.id);
+    bool any = std::ranges::any_of(up, [&](const GpuRow& r) { return (*r.sample)[f.id].valid(); });
+    if (!any) continue;
+    w.family(def.dcgm_name, f.type, f.help);
+    for (const auto& r : up) {
+      const auto& v = (*r.sample)[f.id];
+      if (v.valid()) w.sample(def.dcgm_name, r.labels, v.value * def.dcgm_scale);
+    }
+  }
+
+  w.family("gpuscope_gpu_up", MetricType::kGauge,
+           "Whether the GPU answered NVML at the last reading (1) or is lost or unreachable (0).");
+  for (const auto& r : all) {
+    w.sample("gpuscope_gpu_up", r.labels, r.sample != nullptr && r.sample->up ? 1 : 0);
+  }
+
+  // XIDs: a total from 0 (so increase() sees the first one) and one series per XID code seen.
+  const bool any_xid_watch = std::ranges::any_of(up, [](const GpuRow& r) { return (*r.sample)[FieldId::kXidErrors].valid(); });
+  if (any_xid_watch) {
+    w.family("gpuscope_xid_events_total", MetricType::kCounter,
+             "XID errors reported by the driver since the agent started, all codes; equal XIDs in a row all count.");
+    for (const auto& r : up) {
+      if ((*r.sample)[FieldId::kXidErrors].valid()) {
+        w.sample("gpuscope_xid_events_total", r.labels, static_cast<double>(r.sample->events.xid_total));
+      }
+    }
+    const bool any_code = std::ranges::any_of(up, [](const GpuRow& r) { return !r.sample->events.xid_by_code.empty(); });
+    if (any_code) {
+      w.family("gpuscope_xid_errors_total", MetricType::kCounter,
+               "XID errors reported by the driver since the agent started, by XID code.");
+      for (const auto& r : up) {
+        for (const auto& [code, count] : r.sample->events.xid_by_code) {
+          LabelSet xid;
+          xid.add("xid", std::to_string(code));
+          w.sample("gpuscope_xid_errors_total", r.labels, static_cast<double>(count), xid.text());
+        }
+      }
+    }
+  }
+
+  const bool any_reasons =
+      std::ranges::any_of(up, [](const GpuRow& r) { return (*r.sample)[FieldId::kClocksEventReasons].valid(); });
+  if (any_reasons) {
+    w.family("gpuscope_throttle_reason_active", MetricType::kGauge,
+             "Whether this reason holds the GPU's clocks below their maximum (1) or not (0); NVML's clocks event "
+             "reasons.");
+    for (const auto& r : up) {
+      const auto& v = (*r.sample)[FieldId::kClocksEventReasons];
+      if (!v.valid()) continue;
+      const auto bits = static_cast<unsigned long long>(v.value);
+      for (const auto& reason : kThrottleReasons) {
+        LabelSet extra;
+        extra.add("reason", reason.name);
+        w.sample("gpuscope_throttle_reason_active", r.labels, (bits & reason.bit) != 0 ? 1 : 0, extra.text());
+      }
+    }
+  }
+
+  write_field_family(w, up, "gpuscope_pcie_link_gen", "Current PCIe link generation.", FieldId::kPcieLinkGenCurrent);
+  write_field_family(w, up, "gpuscope_pcie_link_gen_max", "Maximum PCIe link generation of the GPU and its slot.",
+                     FieldId::kPcieLinkGenMax);
+  write_field_family(w, up, "gpuscope_pcie_link_width", "Current PCIe link width (lanes).",
+                     FieldId::kPcieLinkWidthCurrent);
+  write_field_family(w, up, "gpuscope_pcie_link_width_max", "Maximum PCIe link width (lanes).",
+                     FieldId::kPcieLinkWidthMax);
+
+  write_processes(w, up, options);
+}
+
+}  // namespace gpuscope::exporter

@@ -1,0 +1,44 @@
+// The GPU part of /metrics: every exported DCGM field with dcgm-exporter's names and labels, and
+// gpuscope's own per-GPU series (up, XIDs by code, throttle reasons, PCIe link, per-process use).
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+
+#include "export/exposition_writer.h"
+#include "export/metric_set.h"
+#include "model/gpu_info.h"
+#include "model/snapshot.h"
+
+namespace gpuscope::exporter {
+
+// dcgm-exporter spells the host label `Hostname`; 4.8 and later spell it `hostname`.
+enum class HostnameLabel { kHostname, kLowercase, kNone };
+
+struct GpuMetricsOptions {
+  HostnameLabel hostname_label = HostnameLabel::kHostname;
+  // Per GPU, the processes using the most memory get series; the rest are counted in
+  // gpuscope_process_series_dropped, so a fork bomb cannot blow up the scrape.
+  std::size_t max_processes_per_gpu = 64;
+};
+
+// The labels every series of GPU `info` carries: gpu, UUID, pci_bus_id, device, modelName, the host
+// label, and DCGM_FI_DRIVER_VERSION when the metric set asks for it.
+LabelSet gpu_labels(const model::GpuInfo& info, const model::SystemInfo& system, const MetricSet& set,
+                    const GpuMetricsOptions& options);
+
+// Writes the families of one snapshot. A GPU that is down has only gpuscope_gpu_up 0; a field a GPU
+// does not support has no series (never 0).
+void write_gpu_metrics(ExpositionWriter& writer, const model::Snapshot& snapshot,
+                       std::span<const model::GpuInfo> gpus, const model::SystemInfo& system, const MetricSet& set,
+                       const GpuMetricsOptions& options);
+
+// NVML's clocks-event (throttle) reason bits and their label values ("sw_power_cap", …).
+struct ThrottleReason {
+  unsigned long long bit;
+  std::string_view name;
+};
+std::span<const ThrottleReason> throttle_reasons();
+
+}  // namespace gpuscope::exporter

@@ -1,0 +1,129 @@
+#include "export/metric_set.h"
+
+#include <algorithm>
+#include <array>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace gpuscope::exporter {
+namespace {
+
+// DCGM fields that appear in dcgm-exporter's shipped collector files but that gpuscope does not read
+// (or reads under another name). A file naming them is valid; the line is skipped with a warning.
+constexpr std::array<std::string_view, 24> kKnownUncollected{
+    "DCGM_FI_DEV_COUNT",
+    "DCGM_FI_DEV_PCIE_TX_THROUGHPUT",
+    "DCGM_FI_DEV_PCIE_RX_THROUGHPUT",
+    "DCGM_FI_DEV_VGPU_LICENSE_STATUS",
+    "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_NVLINK_BANDWIDTH_L0",
+    "DCGM_FI_DEV_BOARD_LIMIT_VIOLATION_COUNT",
+    "DCGM_FI_DEV_FB_USED_PERCENT",
+    "DCGM_FI_DEV_GPU_UTIL_SAMPLES",
+    "DCGM_FI_DEV_MEM_COPY_UTIL_SAMPLES",
+    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
+    "DCGM_FI_DEV_POWER_USAGE_INSTANT",
+    "DCGM_FI_PROF_NVOFA0_ACTIVE",
+    "DCGM_FI_PROF_PIPE_FP64_ACTIVE_SAMPLES",
+    "DCGM_FI_PROF_C2C_TX_ALL_BYTES",
+    "DCGM_FI_PROF_C2C_RX_ALL_BYTES",
+    "DCGM_FI_PROF_PIPE_INT_ACTIVE",
+    "DCGM_EXP_XID_ERRORS_COUNT",
+    "DCGM_EXP_CLOCK_EVENTS_COUNT",
+    "DCGM_EXP_GPU_HEALTH_STATUS",
+    "DCGM_EXP_P2P_STATUS",
+};
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+MetricSet default_metric_set() {
+  MetricSet set;
+  for (const auto& f : model::FieldCatalog::all()) {
+    if (!f.dcgm_default || f.dcgm_name.empty()) continue;
+    std::string help(f.help);
+    // The catalog's help is unit-free where gpuscope stores another unit than DCGM's.
+    if (f.dcgm_scale == 1e-3) help = fmt::format("{} (in us).", help.substr(0, help.size() - 1));
+    set.fields.push_back({f.id, f.type, std::move(help)});
+  }
+  return set;
+}
+
+std::expected<LoadedMetricSet, std::string> parse_metric_set(std::string_view text, std::string_view source) {
+  LoadedMetricSet out;
+  out.set.source = std::string(source);
+  out.set.driver_version_label = false;
+  std::map<model::FieldId, int> seen;  // field → line
+  int line_no = 0;
+  for (std::size_t pos = 0; pos <= text.size();) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = trim(text.substr(pos, end - pos));
+    pos = end + 1;
+    ++line_no;
+    if (line.empty() || line.front() == '#') continue;
+    auto where = [&](std::string_view what) { return fmt::format("{}:{}: {}", source, line_no, what); };
+
+    const auto c1 = line.find(',');
+    const auto c2 = c1 == std::string_view::npos ? c1 : line.find(',', c1 + 1);
+    if (c2 == std::string_view::npos) {
+      return std::unexpected(where(fmt::format("expected 'FIELD, type, help', got '{}'", line)));
+    }
+    const std::string_view name = trim(line.substr(0, c1));
+    const std::string_view type = trim(line.substr(c1 + 1, c2 - c1 - 1));
+    const std::string_view help = trim(line.substr(c2 + 1));
+    if (name.empty()) return std::unexpected(where("empty field name"));
+
+    if (type == "label") {
+      if (name == "DCGM_FI_DRIVER_VERSION") {
+        out.set.driver_version_label = true;
+      } else {
+        out.warnings.push_back(where(fmt::format("label field '{}' is not added by gpuscope; skipped", name)));
+      }
+      continue;
+    }
+    model::MetricType metric_type;
+    if (type == "gauge") {
+      metric_type = model::MetricType::kGauge;
+    } else if (type == "counter") {
+      metric_type = model::MetricType::kCounter;
+    } else {
+      return std::unexpected(where(fmt::format("unknown metric type '{}' for {} (gauge, counter or label)", type, name)));
+    }
+    const auto id = model::FieldCatalog::by_dcgm_name(name);
+    if (!id) {
+      if (std::ranges::find(kKnownUncollected, name) != kKnownUncollected.end()) {
+        out.warnings.push_back(where(fmt::format("{} is not collected by gpuscope; skipped", name)));
+        continue;
+      }
+      return std::unexpected(where(fmt::format("unknown field '{}'", name)));
+    }
+    if (auto [it, inserted] = seen.emplace(*id, line_no); !inserted) {
+      return std::unexpected(where(fmt::format("{} is already listed on line {}", name, it->second)));
+    }
+    out.set.fields.push_back({*id, metric_type, std::string(help)});
+  }
+  return out;
+}
+
+std::expected<LoadedMetricSet, std::string> load_metric_set(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::unexpected(fmt::format("{}: cannot read the collectors file", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return std::unexpected(fmt::format("{}: cannot read the collectors file", path));
+  return parse_metric_set(ss.str(), path);
+}
+
+}  // namespace gpuscope::exporter

@@ -1,0 +1,193 @@
+#include "http/agent_routes.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "export/agent_metrics.h"
+#include "export/gpu_info_report.h"
+#include "export/machine_value.h"
+#include "http/gzip.h"
+#include "http/process_usage.h"
+
+namespace gpuscope::http {
+namespace {
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+HttpResponse text_response(int status, std::string body) {
+  return {status, "text/plain; charset=utf-8", std::move(body), {}};
+}
+
+}  // namespace
+
+AgentRoutes::AgentRoutes(const sampler::Sampler& sampler, std::vector<model::GpuInfo> gpus, model::SystemInfo system,
+                         exporter::GpuMetricsOptions options, std::string version)
+    : sampler_(sampler),
+      gpus_(std::move(gpus)),
+      system_(std::move(system)),
+      options_(options),
+      version_(std::move(version)) {
+  set_.store(std::make_shared<const exporter::MetricSet>(exporter::default_metric_set()));
+  reload_time_.store(unix_now());
+}
+
+void AgentRoutes::set_metric_set(std::shared_ptr<const exporter::MetricSet> set) {
+  set_.store(std::move(set));
+  reload_ok_.store(true);
+  reload_time_.store(unix_now());
+}
+
+void AgentRoutes::reload_failed() { reload_ok_.store(false); }
+
+HttpResponse AgentRoutes::handle(const HttpRequest& request) {
+  const auto path = request.path();
+  const bool known = path == "/metrics" || path == "/healthz" || path == "/health" || path == "/api/v1/gpus" ||
+                     path == "/";
+  if (!known) return text_response(404, fmt::format("404 not found: {} (see / for the endpoints)\n", path));
+  if (request.method() != "GET" && request.method() != "HEAD") {
+    auto r = text_response(405, fmt::format("405 method {} not allowed on {} (GET or HEAD)\n", request.method(), path));
+    r.headers.emplace_back("Allow", "GET, HEAD");
+    return r;
+  }
+  if (path == "/metrics") return metrics(request);
+  if (path == "/healthz" || path == "/health") return health();
+  if (path == "/api/v1/gpus") return gpus_json();
+  return index();
+}
+
+std::shared_ptr<const std::string> AgentRoutes::gpu_text(const std::shared_ptr<const sampler::Publication>& pub,
+                                                         const std::shared_ptr<const exporter::MetricSet>& set,
+                                                         exporter::ExpositionFormat format) {
+  std::lock_guard lock(cache_mu_);
+  auto& entry = cache_[format == exporter::ExpositionFormat::kOpenMetrics ? 1 : 0];
+  if (entry.text && entry.pub == pub && entry.set == set) return entry.text;
+  auto text = std::make_shared<std::string>();
+  if (pub) {
+    text->reserve(entry.text ? entry.text->size() + 1024 : 64 * 1024);
+    exporter::ExpositionWriter writer(format, *text);
+    exporter::write_gpu_metrics(writer, pub->snapshot, gpus_, system_, *set, options_);
+  }
+  entry = {pub, set, text};
+  return text;
+}
+
+std::string AgentRoutes::render_metrics(exporter::ExpositionFormat format) {
+  const auto pub = sampler_.latest();
+  const auto set = set_.load();
+  const auto gpu = gpu_text(pub, set, format);
+
+  exporter::AgentStatus status;
+  if (pub) {
+    status.sample_age_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - pub->started).count();
+    status.sample_duration_seconds = std::chrono::duration<double>(pub->finished - pub->started).count();
+    status.collectors = exporter::collector_results(pub->snapshot);
+  }
+  status.interval_seconds = std::chrono::duration<double>(sampler_.interval()).count();
+  const auto stats = sampler_.stats();
+  status.samples_total = stats.samples_total;
+  status.overruns_total = stats.overruns_total;
+  status.config_reload_success = reload_ok_.load();
+  status.config_reload_timestamp_seconds = reload_time_.load();
+  status.version = version_;
+  status.process = read_process_usage();
+
+  std::string body;
+  body.reserve(gpu->size() + 4096);
+  body.append(*gpu);
+  exporter::ExpositionWriter writer(format, body);
+  exporter::write_agent_metrics(writer, status);
+  writer.finish();
+  return body;
+}
+
+HttpResponse AgentRoutes::metrics(const HttpRequest& request) {
+  const auto format = exporter::negotiate_format(request.header("Accept").value_or(""));
+  HttpResponse r;
+  r.content_type = format == exporter::ExpositionFormat::kOpenMetrics ? exporter::kOpenMetricsContentType
+                                                                      : exporter::kPrometheusTextContentType;
+  r.body = render_metrics(format);
+  r.headers.emplace_back("Vary", "Accept-Encoding, Accept");
+  if (accepts_gzip(request.header("Accept-Encoding").value_or(""))) {
+    r.body = gzip_compress(r.body);
+    r.headers.emplace_back("Content-Encoding", "gzip");
+  }
+  return r;
+}
+
+HttpResponse AgentRoutes::health() const {
+  const auto pub = sampler_.latest();
+  if (!pub) return text_response(503, "no GPU reading yet\n");
+  const double age = std::chrono::duration<double>(std::chrono::steady_clock::now() - pub->started).count();
+  const double interval = std::chrono::duration<double>(sampler_.interval()).count();
+  // Three missed readings (and at least 10 s): the driver is hung or the sampler is stuck.
+  const double limit = std::max(3 * interval, 10.0);
+  if (age > limit) {
+    return text_response(503, fmt::format("stale: the latest GPU reading started {:.1f} s ago (limit {:.1f} s); "
+                                          "an NVML call may be hung\n", age, limit));
+  }
+  return text_response(200, "OK\n");
+}
+
+HttpResponse AgentRoutes::gpus_json() const {
+  const auto pub = sampler_.latest();
+  auto doc = exporter::gpu_info_json(system_, gpus_.size(), gpus_);
+  if (pub) {
+    doc["sample"] = {
+        {"time_seconds", std::chrono::duration<double>(pub->snapshot.time.time_since_epoch()).count()},
+        {"age_seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - pub->started).count()},
+        {"duration_seconds", std::chrono::duration<double>(pub->finished - pub->started).count()},
+    };
+  }
+  for (auto& g : doc["gpus"]) {
+    const unsigned index = g.value("index", 0u);
+    const model::GpuSample* sample = nullptr;
+    if (pub) {
+      for (const auto& s : pub->snapshot.gpus) {
+        if (s.index == index) sample = &s;
+      }
+    }
+    g["up"] = sample != nullptr && sample->up;
+    if (sample == nullptr || !sample->up) continue;
+    nlohmann::ordered_json values = nlohmann::ordered_json::object();
+    for (const auto& f : model::FieldCatalog::all()) {
+      if ((*sample)[f.id].valid()) values[std::string(f.key)] = (*sample)[f.id].value;
+    }
+    g["values"] = std::move(values);
+    nlohmann::ordered_json procs = nlohmann::ordered_json::array();
+    for (const auto& p : sample->processes) {
+      nlohmann::ordered_json j{{"pid", p.pid}, {"name", p.identity.name}};
+      if (p.used_memory_bytes) j["used_memory_bytes"] = *p.used_memory_bytes;
+      if (p.sm_util_percent) j["sm_utilization_ratio"] = *p.sm_util_percent / 100.0;
+      if (p.mem_util_percent) j["memory_utilization_ratio"] = *p.mem_util_percent / 100.0;
+      if (!p.identity.container_id.empty()) j["container_id"] = p.identity.container_id;
+      procs.push_back(std::move(j));
+    }
+    g["processes"] = std::move(procs);
+    if (!sample->events.xid_by_code.empty()) {
+      nlohmann::ordered_json xids = nlohmann::ordered_json::object();
+      for (const auto& [code, n] : sample->events.xid_by_code) xids[std::to_string(code)] = n;
+      g["xid_counts"] = std::move(xids);
+    }
+  }
+  return {200, "application/json", exporter::json_line(doc) + "\n", {}};
+}
+
+HttpResponse AgentRoutes::index() const {
+  std::string gpus;
+  for (const auto& g : gpus_) gpus += fmt::format("<li>GPU {}: {} ({})</li>\n", g.index, g.name, g.uuid);
+  return {200, "text/html; charset=utf-8",
+          fmt::format("<!doctype html>\n<html><head><title>gpuscope on {0}</title></head><body>\n"
+                      "<h1>gpuscope {1} on {0}</h1>\n<ul>\n{2}</ul>\n"
+                      "<p><a href=\"/metrics\">/metrics</a>: Prometheus metrics (dcgm-exporter names)</p>\n"
+                      "<p><a href=\"/api/v1/gpus\">/api/v1/gpus</a>: GPUs and latest values as JSON</p>\n"
+                      "<p><a href=\"/healthz\">/healthz</a>: 200 while readings are fresh</p>\n"
+                      "</body></html>\n",
+                      system_.hostname, version_, gpus),
+          {}};
+}
+
+}  // namespace gpuscope::http

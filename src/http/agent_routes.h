@@ -1,0 +1,66 @@
+// AgentRoutes: what `gpuscope serve` answers over HTTP: /metrics (Prometheus text or OpenMetrics,
+// gzip on request), /healthz and /health, /api/v1/gpus (inventory and latest values as JSON) and an
+// index page. Every answer is built from the sampler's latest publication; no handler calls NVML.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "export/exposition_writer.h"
+#include "export/gpu_metrics.h"
+#include "export/metric_set.h"
+#include "http/http_server.h"
+#include "model/gpu_info.h"
+#include "sampler/sampler.h"
+
+namespace gpuscope::http {
+
+class AgentRoutes {
+ public:
+  AgentRoutes(const sampler::Sampler& sampler, std::vector<model::GpuInfo> gpus, model::SystemInfo system,
+              exporter::GpuMetricsOptions options, std::string version);
+
+  HttpResponse handle(const HttpRequest& request);
+
+  // A collectors file (re)load: the new set is used from the next scrape on.
+  void set_metric_set(std::shared_ptr<const exporter::MetricSet> set);
+  // A reload that failed: the old set stays, gpuscope_config_last_reload_successful says 0.
+  void reload_failed();
+
+  // The /metrics body as a scrape with this Accept header would get it (uncompressed).
+  std::string render_metrics(exporter::ExpositionFormat format);
+
+ private:
+  HttpResponse metrics(const HttpRequest& request);
+  HttpResponse health() const;
+  HttpResponse gpus_json() const;
+  HttpResponse index() const;
+  // The GPU families for (publication, metric set, format), rendered once and shared by the scrapes.
+  std::shared_ptr<const std::string> gpu_text(const std::shared_ptr<const sampler::Publication>& pub,
+                                              const std::shared_ptr<const exporter::MetricSet>& set,
+                                              exporter::ExpositionFormat format);
+
+  const sampler::Sampler& sampler_;
+  const std::vector<model::GpuInfo> gpus_;
+  const model::SystemInfo system_;
+  const exporter::GpuMetricsOptions options_;
+  const std::string version_;
+
+  std::atomic<std::shared_ptr<const exporter::MetricSet>> set_;
+  std::atomic<bool> reload_ok_{true};
+  std::atomic<double> reload_time_{0};
+
+  struct CacheEntry {
+    std::shared_ptr<const sampler::Publication> pub;
+    std::shared_ptr<const exporter::MetricSet> set;
+    std::shared_ptr<const std::string> text;
+  };
+  std::mutex cache_mu_;
+  CacheEntry cache_[2];  // by format
+};
+
+}  // namespace gpuscope::http

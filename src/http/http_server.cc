@@ -1,0 +1,273 @@
+#include "http/http_server.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <charconv>
+#include <condition_variable>
+#include <cstring>
+#include <strings.h>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+#include <microhttpd.h>
+
+namespace gpuscope::http {
+
+// Per connection: when it started waiting for a request's headers, and whether a request is being
+// handled, so the watchdog can cut connections whose headers do not arrive in time.
+struct ConnectionState {
+  int fd = -1;
+  std::chrono::steady_clock::time_point waiting_since;
+  bool in_request = false;
+};
+
+// Per request: the body read so far.
+struct RequestState {
+  std::string body;
+  bool too_large = false;
+};
+
+struct HttpServer::Impl {
+  HttpServerOptions options;
+  HttpHandler handler;
+  log::Logger* log = nullptr;
+  MHD_Daemon* daemon = nullptr;
+
+  std::mutex mu;
+  std::set<ConnectionState*> connections;
+  std::condition_variable cv;
+  bool stopping = false;
+  std::thread watchdog;
+  std::atomic<std::uint64_t> header_timeouts{0};
+
+  void watch() {
+    std::unique_lock lock(mu);
+    while (!stopping) {
+      cv.wait_for(lock, std::chrono::milliseconds(250));
+      const auto now = std::chrono::steady_clock::now();
+      for (auto* c : connections) {
+        if (!c->in_request && c->fd >= 0 && now - c->waiting_since > options.header_timeout) {
+          // Not close(): the fd stays MHD's; shutdown makes its next read fail, and MHD closes it.
+          ::shutdown(c->fd, SHUT_RDWR);
+          c->fd = -1;
+          header_timeouts.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+    }
+  }
+};
+
+namespace {
+
+MHD_Result queue(MHD_Connection* connection, const HttpResponse& r, bool head) {
+  MHD_Response* response =
+      head ? MHD_create_response_from_buffer(0, nullptr, MHD_RESPMEM_PERSISTENT)
+           : MHD_create_response_from_buffer(r.body.size(), const_cast<char*>(r.body.data()), MHD_RESPMEM_MUST_COPY);
+  if (response == nullptr) return MHD_NO;
+  MHD_add_response_header(response, "Content-Type", r.content_type.c_str());
+  for (const auto& [k, v] : r.headers) MHD_add_response_header(response, k.c_str(), v.c_str());
+  const MHD_Result rc = MHD_queue_response(connection, static_cast<unsigned>(r.status), response);
+  MHD_destroy_response(response);
+  return rc;
+}
+
+HttpResponse plain(int status, std::string text) { return {status, "text/plain; charset=utf-8", std::move(text), {}}; }
+
+MHD_Result on_request(void* cls, MHD_Connection* connection, const char* url, const char* method,
+                      const char* /*version*/, const char* upload_data, size_t* upload_data_size, void** req_cls) {
+  auto& impl = *static_cast<HttpServer::Impl*>(cls);
+  if (*req_cls == nullptr) {
+    *req_cls = new RequestState();
+    if (const auto* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        info != nullptr && info->socket_context != nullptr) {
+      std::lock_guard lock(impl.mu);
+      static_cast<ConnectionState*>(info->socket_context)->in_request = true;
+    }
+    return MHD_YES;
+  }
+  auto& state = *static_cast<RequestState*>(*req_cls);
+  if (*upload_data_size != 0) {
+    if (state.body.size() + *upload_data_size > impl.options.max_body_bytes) {
+      state.too_large = true;
+    } else {
+      state.body.append(upload_data, *upload_data_size);
+    }
+    *upload_data_size = 0;
+    return MHD_YES;
+  }
+  const std::string_view m = method;
+  const bool head = m == "HEAD";
+  if (state.too_large) {
+    return queue(connection, plain(413, fmt::format("request body over {} bytes\n", impl.options.max_body_bytes)), head);
+  }
+  const HttpRequest request(connection, m, url, state.body);
+  HttpResponse response;
+  try {
+    response = impl.handler(request);
+  } catch (const std::exception& e) {
+    impl.log->error("request handler failed", {{"path", std::string(url)}, {"err", e.what()}});
+    response = plain(500, "internal error\n");
+  }
+  return queue(connection, response, head);
+}
+
+void on_completed(void* cls, MHD_Connection* connection, void** req_cls, MHD_RequestTerminationCode) {
+  delete static_cast<RequestState*>(*req_cls);
+  *req_cls = nullptr;
+  auto& impl = *static_cast<HttpServer::Impl*>(cls);
+  if (const auto* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+      info != nullptr && info->socket_context != nullptr) {
+    std::lock_guard lock(impl.mu);
+    auto* c = static_cast<ConnectionState*>(info->socket_context);
+    c->in_request = false;
+    c->waiting_since = std::chrono::steady_clock::now();
+  }
+}
+
+void on_connection(void* cls, MHD_Connection* connection, void** socket_context, MHD_ConnectionNotificationCode toe) {
+  auto& impl = *static_cast<HttpServer::Impl*>(cls);
+  std::lock_guard lock(impl.mu);
+  if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+    auto* c = new ConnectionState();
+    if (const auto* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD); info != nullptr) {
+      c->fd = info->connect_fd;
+    }
+    c->waiting_since = std::chrono::steady_clock::now();
+    impl.connections.insert(c);
+    *socket_context = c;
+  } else {
+    auto* c = static_cast<ConnectionState*>(*socket_context);
+    impl.connections.erase(c);
+    delete c;
+    *socket_context = nullptr;
+  }
+}
+
+void on_mhd_log(void* cls, const char* fm, va_list ap) {
+  char buf[512];
+  std::vsnprintf(buf, sizeof buf, fm, ap);
+  std::string text(buf);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  static_cast<HttpServer::Impl*>(cls)->log->debug("http", {{"detail", text}});
+}
+
+}  // namespace
+
+std::optional<std::string_view> HttpRequest::header(const char* name) const {
+  if (connection_ == nullptr) {
+    for (const auto& [k, v] : headers_) {
+      if (strcasecmp(k.c_str(), name) == 0) return std::string_view(v);
+    }
+    return std::nullopt;
+  }
+  const char* v = MHD_lookup_connection_value(static_cast<MHD_Connection*>(connection_), MHD_HEADER_KIND, name);
+  if (v == nullptr) return std::nullopt;
+  return std::string_view(v);
+}
+
+std::optional<std::string_view> HttpRequest::query(const char* name) const {
+  if (connection_ == nullptr) return std::nullopt;
+  const char* v = MHD_lookup_connection_value(static_cast<MHD_Connection*>(connection_), MHD_GET_ARGUMENT_KIND, name);
+  if (v == nullptr) return std::nullopt;
+  return std::string_view(v);
+}
+
+std::expected<std::pair<std::string, std::uint16_t>, std::string> parse_listen_address(std::string_view text) {
+  std::string host;
+  std::string_view port_text;
+  if (text.starts_with('[')) {
+    const auto close = text.find(']');
+    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') {
+      return std::unexpected(fmt::format("invalid listen address '{}' (expected [IPv6]:PORT)", text));
+    }
+    host = std::string(text.substr(1, close - 1));
+    port_text = text.substr(close + 2);
+  } else {
+    const auto colon = text.rfind(':');
+    if (colon == std::string_view::npos) {
+      return std::unexpected(fmt::format("invalid listen address '{}' (expected HOST:PORT or :PORT)", text));
+    }
+    host = std::string(text.substr(0, colon));
+    port_text = text.substr(colon + 1);
+  }
+  unsigned port = 0;
+  const auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (port_text.empty() || ec != std::errc() || end != port_text.data() + port_text.size() || port > 65535) {
+    return std::unexpected(fmt::format("invalid port in listen address '{}' (0 to 65535)", text));
+  }
+  return std::pair{host, static_cast<std::uint16_t>(port)};
+}
+
+std::expected<std::unique_ptr<HttpServer>, std::string> HttpServer::start(const HttpServerOptions& options,
+                                                                          HttpHandler handler, log::Logger& log) {
+  std::unique_ptr<HttpServer> server(new HttpServer());
+  server->impl_ = std::make_unique<Impl>();
+  auto& impl = *server->impl_;
+  impl.options = options;
+  impl.handler = std::move(handler);
+  impl.log = &log;
+
+  sockaddr_storage addr{};
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+  if (options.host.empty()) {
+    auto* a6 = reinterpret_cast<sockaddr_in6*>(&addr);
+    a6->sin6_family = AF_INET6;
+    a6->sin6_addr = in6addr_any;
+    a6->sin6_port = htons(options.port);
+    flags |= MHD_USE_DUAL_STACK;
+  } else {
+    addrinfo hints{};
+    hints.ai_flags = AI_NUMERICSERV;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    const std::string port = std::to_string(options.port);
+    if (int rc = getaddrinfo(options.host.c_str(), port.c_str(), &hints, &found); rc != 0 || found == nullptr) {
+      return std::unexpected(fmt::format("cannot resolve listen host '{}': {}", options.host, gai_strerror(rc)));
+    }
+    std::memcpy(&addr, found->ai_addr, found->ai_addrlen);
+    if (found->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+    freeaddrinfo(found);
+  }
+
+  impl.daemon = MHD_start_daemon(
+      flags, options.port, nullptr, nullptr, &on_request, &impl,
+      MHD_OPTION_SOCK_ADDR, reinterpret_cast<sockaddr*>(&addr),
+      MHD_OPTION_THREAD_POOL_SIZE, static_cast<unsigned>(std::max(1u, options.threads)),
+      MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(options.max_connections),
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<size_t>(options.max_header_bytes),
+      MHD_OPTION_CONNECTION_TIMEOUT, static_cast<unsigned>(options.header_timeout.count() * 3),
+      MHD_OPTION_NOTIFY_COMPLETED, &on_completed, &impl,
+      MHD_OPTION_NOTIFY_CONNECTION, &on_connection, &impl,
+      MHD_OPTION_EXTERNAL_LOGGER, &on_mhd_log, &impl,
+      MHD_OPTION_END);
+  if (impl.daemon == nullptr) {
+    return std::unexpected(fmt::format("cannot listen on {}:{} (in use, or not an address of this host)",
+                                       options.host.empty() ? "*" : options.host, options.port));
+  }
+  const MHD_DaemonInfo* info = MHD_get_daemon_info(impl.daemon, MHD_DAEMON_INFO_BIND_PORT);
+  server->port_ = info != nullptr ? info->port : options.port;
+  impl.watchdog = std::thread([&impl] { impl.watch(); });
+  return server;
+}
+
+void HttpServer::stop() {
+  if (!impl_) return;
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->stopping = true;
+  }
+  impl_->cv.notify_all();
+  if (impl_->watchdog.joinable()) impl_->watchdog.join();
+  if (impl_->daemon != nullptr) MHD_stop_daemon(impl_->daemon);
+  impl_->daemon = nullptr;
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+}  // namespace gpuscope::http

@@ -1,0 +1,75 @@
+#include "sampler/sampler.h"
+
+namespace gpuscope::sampler {
+
+Sampler::Sampler(ReadFn read, std::chrono::nanoseconds interval) : read_(std::move(read)), interval_(interval) {}
+
+Sampler::~Sampler() { stop(); }
+
+void Sampler::start() {
+  if (thread_.joinable()) return;
+  thread_ = std::thread([this] { run(); });
+}
+
+bool Sampler::stop(std::chrono::milliseconds grace) {
+  if (!thread_.joinable()) return true;
+  std::unique_lock lock(mu_);
+  stop_requested_ = true;
+  cv_.notify_all();
+  const bool ended = grace == std::chrono::milliseconds::max()
+                         ? (cv_.wait(lock, [this] { return finished_; }), true)
+                         : cv_.wait_for(lock, grace, [this] { return finished_; });
+  lock.unlock();
+  if (ended) thread_.join();
+  return ended;
+}
+
+SamplerStats Sampler::stats() const {
+  return {samples_.load(std::memory_order_relaxed), overruns_.load(std::memory_order_relaxed)};
+}
+
+std::shared_ptr<const Publication> Sampler::wait_for(std::uint64_t sequence, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, timeout, [&] {
+    auto p = latest();
+    return (p && p->sequence >= sequence) || finished_;
+  });
+  auto p = latest();
+  return p && p->sequence >= sequence ? p : nullptr;
+}
+
+void Sampler::run() {
+  using clock = std::chrono::steady_clock;
+  auto next = clock::now();
+  std::uint64_t sequence = 0;
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait_until(lock, next, [this] { return stop_requested_; });
+      if (stop_requested_) break;
+    }
+    auto pub = std::make_shared<Publication>();
+    pub->started = clock::now();
+    pub->snapshot = read_();
+    pub->finished = clock::now();
+    pub->sequence = ++sequence;
+    const auto took = pub->finished - pub->started;
+    samples_.fetch_add(1, std::memory_order_relaxed);
+    if (took > interval_) overruns_.fetch_add(1, std::memory_order_relaxed);
+    {
+      std::lock_guard lock(mu_);
+      latest_.store(std::move(pub), std::memory_order_release);
+    }
+    cv_.notify_all();
+    // Keep the grid: the next reading is due one interval after this one was due; a reading that ran
+    // past one or more ticks skips them rather than firing back to back.
+    next += interval_;
+    const auto now = clock::now();
+    if (next <= now) next += ((now - next) / interval_ + 1) * interval_;
+  }
+  std::lock_guard lock(mu_);
+  finished_ = true;
+  cv_.notify_all();
+}
+
+}  // namespace gpuscope::sampler
