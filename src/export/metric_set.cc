@@ -4,7 +4,7 @@
 #include <array>
 #include <fstream>
 #include <map>
-#include <sstream>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -120,10 +120,13 @@ std::expected<LoadedMetricSet, std::string> parse_metric_set(std::string_view te
 std::expected<LoadedMetricSet, std::string> load_metric_set(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::unexpected(fmt::format("{}: cannot read the collectors file", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
+  // Read through the stream, not `ss << in.rdbuf()`: that swallows a read error (a directory opens but
+  // fails with EISDIR) into an empty text, which would load as an empty set; here it sets badbit.
+  std::string text;
+  char buf[4096];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) text.append(buf, static_cast<std::size_t>(in.gcount()));
   if (in.bad()) return std::unexpected(fmt::format("{}: cannot read the collectors file", path));
-  return parse_metric_set(ss.str(), path);
+  return parse_metric_set(text, path);
 }
 
 }  // namespace gpuscope::exporter

@@ -18,6 +18,20 @@ double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+std::string html_escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out.push_back(c);
+    }
+  }
+  return out;
+}
+
 HttpResponse text_response(int status, std::string body) {
   return {status, "text/plain; charset=utf-8", std::move(body), {}};
 }
@@ -178,7 +192,9 @@ HttpResponse AgentRoutes::gpus_json() const {
 
 HttpResponse AgentRoutes::index() const {
   std::string gpus;
-  for (const auto& g : gpus_) gpus += fmt::format("<li>GPU {}: {} ({})</li>\n", g.index, g.name, g.uuid);
+  for (const auto& g : gpus_) {
+    gpus += fmt::format("<li>GPU {}: {} ({})</li>\n", g.index, html_escape(g.name), html_escape(g.uuid));
+  }
   return {200, "text/html; charset=utf-8",
           fmt::format("<!doctype html>\n<html><head><title>gpuscope on {0}</title></head><body>\n"
                       "<h1>gpuscope {1} on {0}</h1>\n<ul>\n{2}</ul>\n"
@@ -186,7 +202,7 @@ HttpResponse AgentRoutes::index() const {
                       "<p><a href=\"/api/v1/gpus\">/api/v1/gpus</a>: GPUs and latest values as JSON</p>\n"
                       "<p><a href=\"/healthz\">/healthz</a>: 200 while readings are fresh</p>\n"
                       "</body></html>\n",
-                      system_.hostname, version_, gpus),
+                      html_escape(system_.hostname), html_escape(version_), gpus),
           {}};
 }
 
