@@ -33,7 +33,7 @@ std::string html_escape(std::string_view text) {
 }
 
 HttpResponse text_response(int status, std::string body) {
-  return {status, "text/plain; charset=utf-8", std::move(body), {}};
+  return {status, "text/plain; charset=utf-8", std::move(body), {}, nullptr};
 }
 
 }  // namespace
@@ -53,9 +53,13 @@ void AgentRoutes::set_metric_set(std::shared_ptr<const exporter::MetricSet> set)
   set_.store(std::move(set));
   reload_ok_.store(true);
   reload_time_.store(unix_now());
+  config_generation_.fetch_add(1);
 }
 
-void AgentRoutes::reload_failed() { reload_ok_.store(false); }
+void AgentRoutes::reload_failed() {
+  reload_ok_.store(false);
+  config_generation_.fetch_add(1);
+}
 
 HttpResponse AgentRoutes::handle(const HttpRequest& request) {
   const auto path = request.path();
@@ -120,15 +124,25 @@ std::string AgentRoutes::render_metrics(exporter::ExpositionFormat format) {
 
 HttpResponse AgentRoutes::metrics(const HttpRequest& request) {
   const auto format = exporter::negotiate_format(request.header("Accept").value_or(""));
+  const bool gzip = accepts_gzip(request.header("Accept-Encoding").value_or(""));
   HttpResponse r;
   r.content_type = format == exporter::ExpositionFormat::kOpenMetrics ? exporter::kOpenMetricsContentType
                                                                       : exporter::kPrometheusTextContentType;
-  r.body = render_metrics(format);
   r.headers.emplace_back("Vary", "Accept-Encoding, Accept");
-  if (accepts_gzip(request.header("Accept-Encoding").value_or(""))) {
-    r.body = gzip_compress(r.body);
-    r.headers.emplace_back("Content-Encoding", "gzip");
+  if (gzip) r.headers.emplace_back("Content-Encoding", "gzip");
+
+  const auto pub = sampler_.latest();
+  const auto set = set_.load();
+  const auto generation = config_generation_.load();
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard lock(body_mu_);
+  auto& entry = body_[format == exporter::ExpositionFormat::kOpenMetrics ? 1 : 0];
+  if (!entry.text || entry.pub != pub || entry.set != set || entry.generation != generation ||
+      now - entry.built >= kBodyReuse) {
+    entry = {pub, set, generation, now, std::make_shared<const std::string>(render_metrics(format)), nullptr};
   }
+  if (gzip && !entry.gzip) entry.gzip = std::make_shared<const std::string>(gzip_compress(*entry.text));
+  r.shared_body = gzip ? entry.gzip : entry.text;
   return r;
 }
 
@@ -187,7 +201,7 @@ HttpResponse AgentRoutes::gpus_json() const {
       g["xid_counts"] = std::move(xids);
     }
   }
-  return {200, "application/json", exporter::json_line(doc) + "\n", {}};
+  return {200, "application/json", exporter::json_line(doc) + "\n", {}, nullptr};
 }
 
 HttpResponse AgentRoutes::index() const {
@@ -203,7 +217,8 @@ HttpResponse AgentRoutes::index() const {
                       "<p><a href=\"/healthz\">/healthz</a>: 200 while readings are fresh</p>\n"
                       "</body></html>\n",
                       html_escape(system_.hostname), html_escape(version_), gpus),
-          {}};
+          {},
+          nullptr};
 }
 
 }  // namespace gpuscope::http

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -31,8 +32,12 @@ class AgentRoutes {
   // A reload that failed: the old set stays, gpuscope_config_last_reload_successful says 0.
   void reload_failed();
 
-  // The /metrics body as a scrape with this Accept header would get it (uncompressed).
+  // The /metrics body as a scrape with this Accept header would get it (uncompressed), rendered now.
   std::string render_metrics(exporter::ExpositionFormat format);
+
+  // Under load, scrapes within this long of each other share one rendered body (and one gzip of it),
+  // so the agent's own series (sample age, CPU) are at most this old.
+  static constexpr std::chrono::milliseconds kBodyReuse{100};
 
  private:
   HttpResponse metrics(const HttpRequest& request);
@@ -53,6 +58,7 @@ class AgentRoutes {
   std::atomic<std::shared_ptr<const exporter::MetricSet>> set_;
   std::atomic<bool> reload_ok_{true};
   std::atomic<double> reload_time_{0};
+  std::atomic<std::uint64_t> config_generation_{0};  // bumped by every (failed) reload
 
   struct CacheEntry {
     std::shared_ptr<const sampler::Publication> pub;
@@ -61,6 +67,17 @@ class AgentRoutes {
   };
   std::mutex cache_mu_;
   CacheEntry cache_[2];  // by format
+
+  struct BodyEntry {
+    std::shared_ptr<const sampler::Publication> pub;
+    std::shared_ptr<const exporter::MetricSet> set;
+    std::uint64_t generation = 0;
+    std::chrono::steady_clock::time_point built;
+    std::shared_ptr<const std::string> text;
+    std::shared_ptr<const std::string> gzip;  // made on the first gzip scrape
+  };
+  std::mutex body_mu_;
+  BodyEntry body_[2];  // by format
 };
 
 }  // namespace gpuscope::http

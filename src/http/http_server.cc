@@ -65,10 +65,23 @@ struct HttpServer::Impl {
 
 namespace {
 
+// Keeps a shared body alive until libmicrohttpd has sent it.
+void release_shared_body(void* holder) { delete static_cast<std::shared_ptr<const std::string>*>(holder); }
+
+MHD_Response* make_response(const HttpResponse& r, bool head) {
+  if (head) return MHD_create_response_from_buffer(0, nullptr, MHD_RESPMEM_PERSISTENT);
+  if (r.shared_body) {
+    auto* holder = new std::shared_ptr<const std::string>(r.shared_body);
+    MHD_Response* response = MHD_create_response_from_buffer_with_free_callback_cls(
+        r.shared_body->size(), const_cast<char*>(r.shared_body->data()), &release_shared_body, holder);
+    if (response == nullptr) delete holder;
+    return response;
+  }
+  return MHD_create_response_from_buffer(r.body.size(), const_cast<char*>(r.body.data()), MHD_RESPMEM_MUST_COPY);
+}
+
 MHD_Result queue(MHD_Connection* connection, const HttpResponse& r, bool head) {
-  MHD_Response* response =
-      head ? MHD_create_response_from_buffer(0, nullptr, MHD_RESPMEM_PERSISTENT)
-           : MHD_create_response_from_buffer(r.body.size(), const_cast<char*>(r.body.data()), MHD_RESPMEM_MUST_COPY);
+  MHD_Response* response = make_response(r, head);
   if (response == nullptr) return MHD_NO;
   MHD_add_response_header(response, "Content-Type", r.content_type.c_str());
   for (const auto& [k, v] : r.headers) MHD_add_response_header(response, k.c_str(), v.c_str());
@@ -77,7 +90,7 @@ MHD_Result queue(MHD_Connection* connection, const HttpResponse& r, bool head) {
   return rc;
 }
 
-HttpResponse plain(int status, std::string text) { return {status, "text/plain; charset=utf-8", std::move(text), {}}; }
+HttpResponse plain(int status, std::string text) { return {status, "text/plain; charset=utf-8", std::move(text), {}, nullptr}; }
 
 MHD_Result on_request(void* cls, MHD_Connection* connection, const char* url, const char* method,
                       const char* /*version*/, const char* upload_data, size_t* upload_data_size, void** req_cls) {

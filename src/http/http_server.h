@@ -47,6 +47,10 @@ struct HttpResponse {
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
+  // When set, sent instead of `body` without a copy: a cached body shared by many scrapes.
+  std::shared_ptr<const std::string> shared_body;
+
+  std::string_view content() const { return shared_body ? std::string_view(*shared_body) : std::string_view(body); }
 };
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;

@@ -1,6 +1,8 @@
 #include "http/agent_routes.h"
 
 #include <gtest/gtest.h>
+
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "e2e/http_client.h"
@@ -23,7 +25,9 @@ struct Routes {
   AgentRoutes routes{sampler, {testing::h100_info(0), testing::h100_info(1)}, testing::sample_system(), {}, "9.9.9"};
 
   HttpResponse get(std::string_view path, std::vector<std::pair<std::string, std::string>> headers = {}) {
-    return routes.handle(HttpRequest("GET", path, std::move(headers)));
+    auto r = routes.handle(HttpRequest("GET", path, std::move(headers)));
+    r.body = std::string(r.content());
+    return r;
   }
   void first_reading() {
     sampler.start();
@@ -79,6 +83,14 @@ TEST(AgentRoutes, OpenMetricsWhenAskedGzipWhenAcceptedAndTheGpuPartIsRenderedOnc
   const auto plain = e2e::gunzip(gz.body);
   EXPECT_NE(plain.find("DCGM_FI_DEV_GPU_TEMP{gpu=\"0\""), std::string::npos);
   EXPECT_EQ(r.get("/metrics", {{"Accept-Encoding", "gzip;q=0"}}).headers.size(), 1u) << "q=0 refuses gzip";
+
+  // Scrapes close together share one body (and one gzip of it): no render per scrape under load.
+  auto s1 = r.routes.handle(HttpRequest("GET", "/metrics", {{"Accept-Encoding", "gzip"}}));
+  auto s2 = r.routes.handle(HttpRequest("GET", "/metrics", {{"Accept-Encoding", "gzip"}}));
+  EXPECT_EQ(s1.shared_body.get(), s2.shared_body.get());
+  std::this_thread::sleep_for(AgentRoutes::kBodyReuse + 20ms);
+  auto s3 = r.routes.handle(HttpRequest("GET", "/metrics", {{"Accept-Encoding", "gzip"}}));
+  EXPECT_NE(s1.shared_body.get(), s3.shared_body.get()) << "the agent's own series must not go stale";
 
   r.sampler.stop();
   const auto a = r.routes.render_metrics(exporter::ExpositionFormat::kPrometheusText);
