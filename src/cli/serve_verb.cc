@@ -138,8 +138,13 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
                            {"driver", backend.system().driver_version},
                            {"gpus", std::to_string(backend.gpus().size())}});
 
+  // As dcgm-exporter: NODE_NAME (set from the node in a DaemonSet) names the host, since a pod's own
+  // hostname is the pod's name.
+  model::SystemInfo system = backend.system();
+  if (const char* node = std::getenv("NODE_NAME"); node != nullptr && *node != '\0') system.hostname = node;
+
   sampler::Sampler sampler([&backend] { return backend.sample(); }, o.interval);
-  http::AgentRoutes routes(sampler, backend.gpus(), backend.system(), o.metrics, GPUSCOPE_VERSION);
+  http::AgentRoutes routes(sampler, backend.gpus(), system, o.metrics, GPUSCOPE_VERSION);
   routes.set_metric_set(*set);
 
   http::HttpServerOptions http_options;

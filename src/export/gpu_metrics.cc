@@ -137,7 +137,7 @@ void write_gpu_metrics(ExpositionWriter& w, const model::Snapshot& snapshot, std
     w.family(def.dcgm_name, f.type, f.help);
     for (const auto& r : up) {
       const auto& v = (*r.sample)[f.id];
-      if (v.valid()) w.sample(def.dcgm_name, r.labels, v.value * def.dcgm_scale);
+      if (v.valid()) w.sample(def.dcgm_name, r.labels, v.value / def.dcgm_divisor);
     }
   }
 

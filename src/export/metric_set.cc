@@ -54,7 +54,7 @@ MetricSet default_metric_set() {
     if (!f.dcgm_default || f.dcgm_name.empty()) continue;
     std::string help(f.help);
     // The catalog's help is unit-free where gpuscope stores another unit than DCGM's.
-    if (f.dcgm_scale == 1e-3) help = fmt::format("{} (in us).", help.substr(0, help.size() - 1));
+    if (f.dcgm_divisor == 1000) help = fmt::format("{} (in us).", help.substr(0, help.size() - 1));
     set.fields.push_back({f.id, f.type, std::move(help)});
   }
   return set;

@@ -105,9 +105,9 @@ struct FieldDef {
   MetricType type;
   bool dcgm_default;           // in dcgm-exporter's default counter set (or gpuscope's additions to it)
   std::string_view help;
-  // Multiplier from the stored value to DCGM's unit where they differ: NVML reports violation time in
+  // Divisor from the stored value to DCGM's unit where they differ: NVML reports violation time in
   // ns, DCGM (and dcgm-exporter's dashboards) in us.
-  double dcgm_scale = 1.0;
+  double dcgm_divisor = 1.0;
 };
 
 class FieldCatalog {

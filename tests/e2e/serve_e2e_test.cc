@@ -445,6 +445,26 @@ TEST(ServeE2e, HttpRequestsThatAreWrongGetFourHundredsNotACrash) {
   EXPECT_TRUE(agent.process->running()) << agent.process->output();
 }
 
+TEST(ServeE2e, HostLabelFollowsNodeNameAndTheLabelFlags) {
+  auto env = frozen_env(600);
+  env["NODE_NAME"] = "k8s-node-7";
+  Agent node({"--simulate=" + scenario("demo.yaml"), "serve", "--listen", "127.0.0.1:0"}, env);
+  ASSERT_TRUE(node.ready()) << node.process->output();
+  EXPECT_NE(sample_for_gpu(node.metrics(), "DCGM_FI_DEV_GPU_TEMP", 0).find(",Hostname=\"k8s-node-7\","), std::string::npos);
+
+  Agent lower({"--simulate=" + scenario("demo.yaml"), "serve", "--listen", "127.0.0.1:0", "--hostname-label", "hostname"},
+              frozen_env(600));
+  ASSERT_TRUE(lower.ready()) << lower.process->output();
+  const auto line = sample_for_gpu(lower.metrics(), "DCGM_FI_DEV_GPU_TEMP", 0);
+  EXPECT_NE(line.find(",hostname=\"dgx-h100-demo-01\","), std::string::npos) << line;
+  EXPECT_EQ(line.find("Hostname="), std::string::npos) << line;
+
+  Agent none({"--simulate=" + scenario("demo.yaml"), "serve", "--listen", "127.0.0.1:0", "--no-hostname"},
+             frozen_env(600));
+  ASSERT_TRUE(none.ready()) << none.process->output();
+  EXPECT_EQ(sample_for_gpu(none.metrics(), "DCGM_FI_DEV_GPU_TEMP", 0).find("ostname="), std::string::npos);
+}
+
 TEST(ServeE2e, BadFlagsAndABusyPortAreOneLineErrors) {
   auto bad_interval = run_command({kExe, "--simulate", "serve", "--interval", "50ms"});
   EXPECT_EQ(bad_interval.exit_code, 2);

@@ -1,0 +1,276 @@
+#include "export/agent_metrics.h"
+
+#include <gtest/gtest.h>
+
+#include "export/exposition_parser.h"
+#include "export/sample_gpus.h"
+
+namespace gpuscope::exporter {
+namespace {
+
+using model::FieldId;
+using model::FieldValue;
+
+struct Success {
+  bool device, gpm, processes;
+  bool operator==(const Success&) const = default;
+};
+
+std::ostream& operator<<(std::ostream& os, const Success& s) {
+  return os << "{device " << s.device << ", gpm " << s.gpm << ", processes " << s.processes << "}";
+}
+
+Success success_of(const model::Snapshot& snapshot) {
+  const auto r = collector_results(snapshot);
+  EXPECT_EQ(r.size(), 3u);
+  if (r.size() != 3) return {};
+  return {r[0].success, r[1].success, r[2].success};
+}
+
+model::Snapshot two_gpus() {
+  model::Snapshot s;
+  s.gpus = {testing::h100_sample(0), testing::h100_sample(1)};
+  return s;
+}
+
+// --- collector_results ---
+
+TEST(CollectorResults, NamesDurationsInCollectorOrder) {
+  model::Snapshot s = two_gpus();
+  s.collector_durations = {std::chrono::microseconds(1500), std::chrono::milliseconds(2), std::chrono::nanoseconds(250)};
+  const auto r = collector_results(s);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].name, "device");
+  EXPECT_EQ(r[1].name, "gpm");
+  EXPECT_EQ(r[2].name, "processes");
+  EXPECT_DOUBLE_EQ(r[0].duration_seconds, 0.0015);
+  EXPECT_DOUBLE_EQ(r[1].duration_seconds, 0.002);
+  EXPECT_DOUBLE_EQ(r[2].duration_seconds, 250e-9);
+  EXPECT_EQ(success_of(s), (Success{true, true, true}));
+}
+
+TEST(CollectorResults, NoGpusAllSucceed) {
+  EXPECT_EQ(success_of(model::Snapshot{}), (Success{true, true, true}));
+}
+
+TEST(CollectorResults, UnsupportedIsNotAFailure) {
+  model::Snapshot s = two_gpus();
+  for (auto& g : s.gpus) g.fields.fill(FieldValue::unsupported());
+  EXPECT_EQ(success_of(s), (Success{true, true, true}));
+}
+
+TEST(CollectorResults, ADeviceFieldErrorFailsTheDeviceCollector) {
+  model::Snapshot s = two_gpus();
+  s.gpus[1][FieldId::kGpuTemp] = FieldValue::error(999);
+  EXPECT_EQ(success_of(s), (Success{false, true, true}));
+}
+
+TEST(CollectorResults, AGpmFieldErrorFailsTheGpmCollector) {
+  model::Snapshot s = two_gpus();
+  s.gpus[0][FieldId::kSmActive] = FieldValue::error(3);
+  EXPECT_EQ(success_of(s), (Success{true, false, true}));
+}
+
+TEST(CollectorResults, GpmFieldsAreExactlyTheProfilingRange) {
+  // The first and last GPM fields, and their neighbours on either side, which the device collector reads.
+  const std::pair<FieldId, Success> cases[] = {
+      {FieldId::kNvlinkBandwidthTotal, {false, true, true}},
+      {FieldId::kGrEngineActive, {true, false, true}},
+      {FieldId::kPipeFp16Active, {true, false, true}},
+      {FieldId::kNvlinkRxBytes, {true, false, true}},
+      {FieldId::kPcieTxThroughput, {false, true, true}},
+      {FieldId::kClocksEventReasons, {false, true, true}},
+      {FieldId::kSmClock, {false, true, true}},
+  };
+  for (const auto& [id, expected] : cases) {
+    model::Snapshot s = two_gpus();
+    s.gpus[0][id] = FieldValue::error(999);
+    EXPECT_EQ(success_of(s), expected) << model::FieldCatalog::get(id).key;
+  }
+}
+
+TEST(CollectorResults, AProcessListErrorFailsTheProcessesCollector) {
+  model::Snapshot s = two_gpus();
+  s.gpus[1].processes_error_code = 999;
+  EXPECT_EQ(success_of(s), (Success{true, true, false}));
+}
+
+TEST(CollectorResults, ADownGpuFailsOnlyTheDeviceCollector) {
+  model::Snapshot s = two_gpus();
+  s.gpus[1].up = false;
+  EXPECT_EQ(success_of(s), (Success{false, true, true}));
+  // What a down GPU's sample still holds is not looked at.
+  s.gpus[1][FieldId::kSmActive] = FieldValue::error(15);
+  s.gpus[1].processes_error_code = 15;
+  EXPECT_EQ(success_of(s), (Success{false, true, true}));
+}
+
+TEST(CollectorResults, ErrorsOnSeveralCollectorsAtOnce) {
+  model::Snapshot s = two_gpus();
+  s.gpus[0][FieldId::kDramActive] = FieldValue::error(999);
+  s.gpus[0].processes_error_code = 999;
+  s.gpus[1][FieldId::kPowerUsage] = FieldValue::error(999);
+  EXPECT_EQ(success_of(s), (Success{false, false, false}));
+}
+
+// --- write_agent_metrics ---
+
+AgentStatus sample_status() {
+  AgentStatus s;
+  s.sample_age_seconds = 0.25;
+  s.sample_duration_seconds = 0.0125;
+  s.interval_seconds = 1;
+  s.samples_total = 3600;
+  s.overruns_total = 2;
+  s.collectors = {{"device", 0.01, true}, {"gpm", 0.002, false}, {"processes", 0.0005, true}};
+  s.config_reload_success = true;
+  s.config_reload_timestamp_seconds = 1767226200;
+  s.version = "0.3.0 \"dev\"";
+  return s;
+}
+
+std::string render(const AgentStatus& status, ExpositionFormat format) {
+  std::string out;
+  ExpositionWriter w(format, out);
+  write_agent_metrics(w, status);
+  w.finish();
+  return out;
+}
+
+constexpr std::string_view kSampleStatusText =
+    "# HELP gpuscope_sample_age_seconds Seconds since the latest GPU reading started; grows when the driver hangs.\n"
+    "# TYPE gpuscope_sample_age_seconds gauge\n"
+    "gpuscope_sample_age_seconds 0.25\n"
+    "# HELP gpuscope_sample_duration_seconds How long the latest GPU reading took.\n"
+    "# TYPE gpuscope_sample_duration_seconds gauge\n"
+    "gpuscope_sample_duration_seconds 0.0125\n"
+    "# HELP gpuscope_sample_interval_seconds The configured time between GPU readings.\n"
+    "# TYPE gpuscope_sample_interval_seconds gauge\n"
+    "gpuscope_sample_interval_seconds 1\n"
+    "# HELP gpuscope_samples_total GPU readings completed since the agent started.\n"
+    "# TYPE gpuscope_samples_total counter\n"
+    "gpuscope_samples_total 3600\n"
+    "# HELP gpuscope_sample_overruns_total GPU readings that took longer than the interval (the next ones were "
+    "skipped).\n"
+    "# TYPE gpuscope_sample_overruns_total counter\n"
+    "gpuscope_sample_overruns_total 2\n"
+    "# HELP gpuscope_collector_duration_seconds Time the latest reading spent in each collector, over all GPUs.\n"
+    "# TYPE gpuscope_collector_duration_seconds gauge\n"
+    "gpuscope_collector_duration_seconds{collector=\"device\"} 0.01\n"
+    "gpuscope_collector_duration_seconds{collector=\"gpm\"} 0.002\n"
+    "gpuscope_collector_duration_seconds{collector=\"processes\"} 0.0005\n"
+    "# HELP gpuscope_collector_success Whether each collector read every GPU without an NVML error at the latest "
+    "reading (1) or not (0).\n"
+    "# TYPE gpuscope_collector_success gauge\n"
+    "gpuscope_collector_success{collector=\"device\"} 1\n"
+    "gpuscope_collector_success{collector=\"gpm\"} 0\n"
+    "gpuscope_collector_success{collector=\"processes\"} 1\n"
+    "# HELP gpuscope_config_last_reload_successful Whether the last load of the collectors file succeeded (1) or "
+    "kept the previous one (0).\n"
+    "# TYPE gpuscope_config_last_reload_successful gauge\n"
+    "gpuscope_config_last_reload_successful 1\n"
+    "# HELP gpuscope_config_last_reload_success_timestamp_seconds Unix time of the last successful load of the "
+    "collectors file.\n"
+    "# TYPE gpuscope_config_last_reload_success_timestamp_seconds gauge\n"
+    "gpuscope_config_last_reload_success_timestamp_seconds 1767226200\n"
+    "# HELP gpuscope_build_info gpuscope's version; always 1.\n"
+    "# TYPE gpuscope_build_info gauge\n"
+    "gpuscope_build_info{version=\"0.3.0 \\\"dev\\\"\"} 1\n";
+
+TEST(WriteAgentMetrics, FullTextExposition) {
+  EXPECT_EQ(render(sample_status(), ExpositionFormat::kPrometheusText), kSampleStatusText);
+}
+
+TEST(WriteAgentMetrics, OpenMetricsCountersDropTotalInTheFamilyAndEndWithEof) {
+  const std::string om = render(sample_status(), ExpositionFormat::kOpenMetrics);
+  EXPECT_NE(om.find("# HELP gpuscope_samples GPU readings completed since the agent started.\n"
+                    "# TYPE gpuscope_samples counter\n"
+                    "gpuscope_samples_total 3600\n"),
+            std::string::npos)
+      << om;
+  EXPECT_NE(om.find("# TYPE gpuscope_sample_overruns counter\ngpuscope_sample_overruns_total 2\n"), std::string::npos)
+      << om;
+  EXPECT_TRUE(om.ends_with("gpuscope_build_info{version=\"0.3.0 \\\"dev\\\"\"} 1\n# EOF\n")) << om;
+  auto p = testing::parse_exposition(om, true);
+  ASSERT_TRUE(p.has_value()) << p.error() << "\n" << om;
+  EXPECT_EQ(p->value("gpuscope_build_info", {{"version", "0.3.0 \"dev\""}}), 1);
+}
+
+TEST(WriteAgentMetrics, NoAgeOrDurationBeforeTheFirstReading) {
+  AgentStatus s = sample_status();
+  s.sample_age_seconds.reset();
+  const std::string text = render(s, ExpositionFormat::kPrometheusText);
+  EXPECT_EQ(text.find("gpuscope_sample_age_seconds"), std::string::npos) << text;
+  EXPECT_EQ(text.find("gpuscope_sample_duration_seconds"), std::string::npos) << text;
+  EXPECT_TRUE(text.starts_with("# HELP gpuscope_sample_interval_seconds ")) << text;
+}
+
+TEST(WriteAgentMetrics, NoCollectorFamiliesWithoutCollectors) {
+  AgentStatus s = sample_status();
+  s.collectors.clear();
+  const std::string text = render(s, ExpositionFormat::kPrometheusText);
+  EXPECT_EQ(text.find("gpuscope_collector_"), std::string::npos) << text;
+}
+
+TEST(WriteAgentMetrics, FailedReloadIsZero) {
+  AgentStatus s = sample_status();
+  s.config_reload_success = false;
+  auto p = testing::parse_exposition(render(s, ExpositionFormat::kPrometheusText), false);
+  ASSERT_TRUE(p.has_value()) << p.error();
+  EXPECT_EQ(p->value("gpuscope_config_last_reload_successful"), 0);
+  EXPECT_EQ(p->value("gpuscope_config_last_reload_success_timestamp_seconds"), 1767226200);
+}
+
+TEST(WriteAgentMetrics, LargeCountersAreWrittenExactly) {
+  AgentStatus s = sample_status();
+  s.samples_total = 123456789012ULL;
+  auto p = testing::parse_exposition(render(s, ExpositionFormat::kPrometheusText), false);
+  ASSERT_TRUE(p.has_value()) << p.error();
+  EXPECT_EQ(p->value("gpuscope_samples_total"), 123456789012.0);
+  EXPECT_NE(render(s, ExpositionFormat::kPrometheusText).find("gpuscope_samples_total 123456789012\n"),
+            std::string::npos);
+}
+
+TEST(WriteAgentMetrics, ProcessSeriesAreTheStandardOnes) {
+  AgentStatus s = sample_status();
+  s.process = ProcessUsage{12.5, 31457280, 1073741824, 1767226000.5, 17, 1048576};
+  const std::string text = render(s, ExpositionFormat::kPrometheusText);
+  ASSERT_TRUE(text.starts_with(kSampleStatusText)) << text;
+  EXPECT_EQ(text.substr(kSampleStatusText.size()),
+            "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
+            "# TYPE process_cpu_seconds_total counter\n"
+            "process_cpu_seconds_total 12.5\n"
+            "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+            "# TYPE process_resident_memory_bytes gauge\n"
+            "process_resident_memory_bytes 31457280\n"
+            "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
+            "# TYPE process_virtual_memory_bytes gauge\n"
+            "process_virtual_memory_bytes 1073741824\n"
+            "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.\n"
+            "# TYPE process_start_time_seconds gauge\n"
+            "process_start_time_seconds 1767226000.5\n"
+            "# HELP process_open_fds Number of open file descriptors.\n"
+            "# TYPE process_open_fds gauge\n"
+            "process_open_fds 17\n"
+            "# HELP process_max_fds Maximum number of open file descriptors.\n"
+            "# TYPE process_max_fds gauge\n"
+            "process_max_fds 1048576\n");
+  const std::string om = render(s, ExpositionFormat::kOpenMetrics);
+  EXPECT_NE(om.find("# TYPE process_cpu_seconds counter\nprocess_cpu_seconds_total 12.5\n"), std::string::npos) << om;
+}
+
+TEST(WriteAgentMetrics, CollectorResultsFlowIntoTheSuccessSeries) {
+  model::Snapshot snap = two_gpus();
+  snap.gpus[0].processes_error_code = 999;
+  AgentStatus s = sample_status();
+  s.collectors = collector_results(snap);
+  auto p = testing::parse_exposition(render(s, ExpositionFormat::kPrometheusText), false);
+  ASSERT_TRUE(p.has_value()) << p.error();
+  EXPECT_EQ(p->value("gpuscope_collector_success", {{"collector", "device"}}), 1);
+  EXPECT_EQ(p->value("gpuscope_collector_success", {{"collector", "gpm"}}), 1);
+  EXPECT_EQ(p->value("gpuscope_collector_success", {{"collector", "processes"}}), 0);
+  EXPECT_EQ(p->value("gpuscope_collector_duration_seconds", {{"collector", "gpm"}}), 0);
+}
+
+}  // namespace
+}  // namespace gpuscope::exporter
