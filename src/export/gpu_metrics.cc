@@ -134,10 +134,11 @@ void write_gpu_metrics(ExpositionWriter& w, const model::Snapshot& snapshot, std
     const auto& def = model::FieldCatalog::get(f.id);
     bool any = std::ranges::any_of(up, [&](const GpuRow& r) { return (*r.sample)[f.id].valid(); });
     if (!any) continue;
-    w.family(def.dcgm_name, f.type, f.help);
+    const std::string_view name = f.name.empty() ? def.dcgm_name : std::string_view(f.name);
+    w.family(name, f.type, f.help);
     for (const auto& r : up) {
       const auto& v = (*r.sample)[f.id];
-      if (v.valid()) w.sample(def.dcgm_name, r.labels, v.value / def.dcgm_divisor);
+      if (v.valid()) w.sample(name, r.labels, v.value / def.dcgm_divisor);
     }
   }
 

@@ -4,6 +4,8 @@
 #include <array>
 #include <fstream>
 #include <map>
+#include <optional>
+#include <vector>
 #include <string>
 
 #include <fmt/format.h>
@@ -13,7 +15,7 @@ namespace {
 
 // DCGM fields that appear in dcgm-exporter's shipped collector files but that gpuscope does not read
 // (or reads under another name). A file naming them is valid; the line is skipped with a warning.
-constexpr std::array<std::string_view, 24> kKnownUncollected{
+constexpr std::array<std::string_view, 23> kKnownUncollected{
     "DCGM_FI_DEV_COUNT",
     "DCGM_FI_DEV_PCIE_TX_THROUGHPUT",
     "DCGM_FI_DEV_PCIE_RX_THROUGHPUT",
@@ -27,7 +29,6 @@ constexpr std::array<std::string_view, 24> kKnownUncollected{
     "DCGM_FI_DEV_FB_USED_PERCENT",
     "DCGM_FI_DEV_GPU_UTIL_SAMPLES",
     "DCGM_FI_DEV_MEM_COPY_UTIL_SAMPLES",
-    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
     "DCGM_FI_DEV_POWER_USAGE_INSTANT",
     "DCGM_FI_PROF_NVOFA0_ACTIVE",
     "DCGM_FI_PROF_PIPE_FP64_ACTIVE_SAMPLES",
@@ -46,6 +47,48 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// What to say after "unknown field 'X'": the DCGM name meant by a typo, an nvidia-smi name or a
+// gpuscope key, or nothing.
+std::string unknown_field_hint(std::string_view name) {
+  std::optional<model::FieldId> meant = model::FieldCatalog::by_smi_name(name);
+  if (!meant) meant = model::FieldCatalog::by_key(name);
+  if (meant && !model::FieldCatalog::get(*meant).dcgm_name.empty()) {
+    return fmt::format(" (the DCGM field is {})", model::FieldCatalog::get(*meant).dcgm_name);
+  }
+  std::string_view best;
+  std::size_t best_distance = 4;  // a few typed characters off, not another field
+  for (const auto& f : model::FieldCatalog::all()) {
+    if (f.dcgm_name.empty()) continue;
+    const std::size_t d = edit_distance(name, f.dcgm_name);
+    if (d < best_distance) {
+      best_distance = d;
+      best = f.dcgm_name;
+    }
+  }
+  return best.empty() ? std::string() : fmt::format(" (did you mean {}?)", best);
+}
+
+// DCGM names that DCGM has renamed, and the catalog row they read.
+std::optional<model::FieldId> renamed_field(std::string_view name) {
+  if (name == "DCGM_FI_DEV_CLOCKS_EVENT_REASONS") return model::FieldId::kClocksEventReasons;
+  return std::nullopt;
+}
+
 }  // namespace
 
 MetricSet default_metric_set() {
@@ -55,7 +98,7 @@ MetricSet default_metric_set() {
     std::string help(f.help);
     // The catalog's help is unit-free where gpuscope stores another unit than DCGM's.
     if (f.dcgm_divisor == 1000) help = fmt::format("{} (in us).", help.substr(0, help.size() - 1));
-    set.fields.push_back({f.id, f.type, std::move(help)});
+    set.fields.push_back({f.id, f.type, std::move(help), std::string(f.dcgm_name)});
   }
   return set;
 }
@@ -101,18 +144,19 @@ std::expected<LoadedMetricSet, std::string> parse_metric_set(std::string_view te
     } else {
       return std::unexpected(where(fmt::format("unknown metric type '{}' for {} (gauge, counter or label)", type, name)));
     }
-    const auto id = model::FieldCatalog::by_dcgm_name(name);
+    auto id = model::FieldCatalog::by_dcgm_name(name);
+    if (!id) id = renamed_field(name);
     if (!id) {
       if (std::ranges::find(kKnownUncollected, name) != kKnownUncollected.end()) {
         out.warnings.push_back(where(fmt::format("{} is not collected by gpuscope; skipped", name)));
         continue;
       }
-      return std::unexpected(where(fmt::format("unknown field '{}'", name)));
+      return std::unexpected(where(fmt::format("unknown field '{}'{}", name, unknown_field_hint(name))));
     }
     if (auto [it, inserted] = seen.emplace(*id, line_no); !inserted) {
       return std::unexpected(where(fmt::format("{} is already listed on line {}", name, it->second)));
     }
-    out.set.fields.push_back({*id, metric_type, std::string(help)});
+    out.set.fields.push_back({*id, metric_type, std::string(help), std::string(name)});
   }
   return out;
 }

@@ -16,6 +16,9 @@ struct ExportedField {
   model::FieldId id;
   model::MetricType type;
   std::string help;
+  // The series name: the catalog's DCGM name, or the name the file used where DCGM renamed a field
+  // (DCGM_FI_DEV_CLOCKS_EVENT_REASONS, formerly DCGM_FI_DEV_CLOCK_THROTTLE_REASONS). Empty: the catalog's.
+  std::string name{};
 };
 
 struct MetricSet {

@@ -365,7 +365,7 @@ TEST(ServeE2e, CollectorsFileWithATypoIsRefusedNamingTheLine) {
                         "--collectors", file},
                        frozen_env(600), 20);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "gpuscope: " + file + ":5: unknown field 'DCGM_FI_DEV_GPU_TEMPP'\n");
+  EXPECT_EQ(r.err, "gpuscope: " + file + ":5: unknown field 'DCGM_FI_DEV_GPU_TEMPP' (did you mean DCGM_FI_DEV_GPU_TEMP?)\n");
 }
 
 TEST(ServeE2e, DcgmExporterCollectorsFileWorksAndSighupReloadKeepsTheOldOneWhenBroken) {

@@ -216,6 +216,16 @@ TEST_F(GpuMetrics, ViolationCountersGoFromNanosecondsToMicroseconds) {
       << text;
 }
 
+TEST_F(GpuMetrics, ARenamedDcgmFieldIsExportedUnderTheNameTheFileUses) {
+  auto loaded = parse_metric_set("DCGM_FI_DEV_CLOCKS_EVENT_REASONS, gauge, reasons\n", "r.csv");
+  ASSERT_TRUE(loaded.has_value());
+  set = loaded->set;
+  const std::string text = render();
+  EXPECT_NE(text.find("# TYPE DCGM_FI_DEV_CLOCKS_EVENT_REASONS gauge\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("DCGM_FI_DEV_CLOCKS_EVENT_REASONS{gpu=\"0\""), std::string::npos) << text;
+  EXPECT_EQ(text.find("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"), std::string::npos) << text;
+}
+
 TEST_F(GpuMetrics, MicrosecondsPrintWithoutFloatNoise) {
   // 13 ns * 1e-3 is 0.013000000000000001 in doubles; 13 / 1000 prints as DCGM would.
   gpu(0)[FieldId::kThermalViolation] = FieldValue::of(13);

@@ -205,10 +205,10 @@ TEST(ParseMetricSet, UnknownFieldIsAnErrorNamingFileLineAndField) {
 TEST(ParseMetricSet, CatalogKeysAndSmiNamesAreNotDcgmNames) {
   auto by_key = parse_metric_set("gpu_temp_celsius, gauge, t\n", "k.csv");
   ASSERT_FALSE(by_key.has_value());
-  EXPECT_EQ(by_key.error(), "k.csv:1: unknown field 'gpu_temp_celsius'");
+  EXPECT_EQ(by_key.error(), "k.csv:1: unknown field 'gpu_temp_celsius' (the DCGM field is DCGM_FI_DEV_GPU_TEMP)");
   auto by_smi = parse_metric_set("temperature.gpu, gauge, t\n", "k.csv");
   ASSERT_FALSE(by_smi.has_value());
-  EXPECT_EQ(by_smi.error(), "k.csv:1: unknown field 'temperature.gpu'");
+  EXPECT_EQ(by_smi.error(), "k.csv:1: unknown field 'temperature.gpu' (the DCGM field is DCGM_FI_DEV_GPU_TEMP)");
 }
 
 TEST(ParseMetricSet, UnknownTypeIsAnError) {
@@ -330,6 +330,27 @@ TEST_F(LoadMetricSet, ADirectoryIsUnreadableNotAnEmptySet) {
   auto loaded = load_metric_set(path);
   ASSERT_FALSE(loaded.has_value()) << "loaded " << loaded->set.fields.size() << " fields from a directory";
   EXPECT_EQ(loaded.error(), path + ": cannot read the collectors file");
+}
+
+}  // namespace
+}  // namespace gpuscope::exporter
+
+namespace gpuscope::exporter {
+namespace {
+
+TEST(ParseMetricSet, ATypoGetsTheNearestDcgmName) {
+  auto loaded = parse_metric_set("DCGM_FI_DEV_SM_CLOK, gauge, x\n", "t.csv");
+  ASSERT_FALSE(loaded.has_value());
+  EXPECT_EQ(loaded.error(), "t.csv:1: unknown field 'DCGM_FI_DEV_SM_CLOK' (did you mean DCGM_FI_DEV_SM_CLOCK?)");
+}
+
+TEST(ParseMetricSet, DcgmsNewNameForThrottleReasonsReadsTheSameFieldUnderThatName) {
+  auto loaded = parse_metric_set("DCGM_FI_DEV_CLOCKS_EVENT_REASONS, gauge, Clock event reasons\n", "n.csv");
+  ASSERT_TRUE(loaded.has_value()) << loaded.error();
+  ASSERT_EQ(loaded->set.fields.size(), 1u);
+  EXPECT_EQ(loaded->set.fields[0].id, model::FieldId::kClocksEventReasons);
+  EXPECT_EQ(loaded->set.fields[0].name, "DCGM_FI_DEV_CLOCKS_EVENT_REASONS");
+  EXPECT_TRUE(loaded->warnings.empty());
 }
 
 }  // namespace
