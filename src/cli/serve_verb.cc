@@ -7,6 +7,7 @@
 #include <memory>
 #include <ostream>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -143,7 +144,35 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
   model::SystemInfo system = backend.system();
   if (const char* node = std::getenv("NODE_NAME"); node != nullptr && *node != '\0') system.hostname = node;
 
-  sampler::Sampler sampler([&backend] { return backend.sample(); }, o.interval);
+  // Logged once per change, not per reading: a GPU lost or back, readings slower than the interval.
+  std::vector<bool> was_up(backend.gpus().size(), true);
+  bool was_slow = false;
+  auto read = [&] {
+    auto snapshot = backend.sample();
+    for (const auto& g : snapshot.gpus) {
+      if (g.index >= was_up.size() || g.up == was_up[g.index]) continue;
+      was_up[g.index] = g.up;
+      const auto& info = backend.gpus()[g.index];
+      if (g.up) {
+        log.info("GPU answers again", {{"gpu", std::to_string(g.index)}, {"uuid", info.uuid}});
+      } else {
+        log.warn("GPU lost: its series are withdrawn until NVML answers again",
+                 {{"gpu", std::to_string(g.index)}, {"uuid", info.uuid}, {"nvml_code", std::to_string(g.down_error_code)}});
+      }
+    }
+    const bool slow = snapshot.duration > o.interval;
+    if (slow != was_slow) {
+      was_slow = slow;
+      if (slow) {
+        log.warn("a GPU reading took longer than the interval; readings are skipped until it is faster",
+                 {{"took", fmt::format("{}ms", std::chrono::duration_cast<std::chrono::milliseconds>(snapshot.duration).count())}});
+      } else {
+        log.info("GPU readings are back within the interval");
+      }
+    }
+    return snapshot;
+  };
+  sampler::Sampler sampler(read, o.interval);
   http::AgentRoutes routes(sampler, backend.gpus(), system, o.metrics, GPUSCOPE_VERSION);
   routes.set_metric_set(*set);
 

@@ -300,6 +300,9 @@ TEST(ServeE2e, LostGpuLosesItsSeriesAndComesBackWhileOthersStayUp) {
   }
   EXPECT_TRUE(saw_lost) << "GPU 1 never reported lost";
   EXPECT_TRUE(back) << "GPU 1 did not come back";
+  const auto log = agent.process->output();
+  EXPECT_NE(log.find("level=warn msg=\"GPU lost: its series are withdrawn until NVML answers again\" gpu=1 "), std::string::npos) << log;
+  EXPECT_NE(log.find("level=info msg=\"GPU answers again\" gpu=1 "), std::string::npos) << log;
 }
 
 TEST(ServeE2e, SlowDriverCallsNeverSlowAScrapeAndStopStillTakesUnderASecond) {
@@ -333,6 +336,7 @@ TEST(ServeE2e, SlowDriverCallsNeverSlowAScrapeAndStopStillTakesUnderASecond) {
     if (!overrun) std::this_thread::sleep_for(100ms);
   }
   EXPECT_TRUE(overrun);
+  EXPECT_TRUE(agent.process->wait_for_line("a GPU reading took longer than the interval", 1s)) << agent.process->output();
 
   // SIGTERM in the middle of a 3 s driver call still ends the agent within 1 s.
   std::this_thread::sleep_for(500ms);
