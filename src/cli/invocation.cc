@@ -61,9 +61,8 @@ std::unique_ptr<CLI::App> make_verb_app(std::string_view verb, std::string_view 
   return app;
 }
 
-std::expected<std::unique_ptr<nvml::NvmlBackend>, int> open_backend(const Invocation& inv, bool watch_events) {
-  nvml::BackendOptions options;
-  options.watch_events = watch_events;
+std::expected<std::unique_ptr<nvml::NvmlBackend>, int> open_backend(const Invocation& inv,
+                                                                   nvml::BackendOptions options) {
   options.simulate = inv.global.simulate;
   options.scenario = inv.global.scenario;
   options.library_path = inv.global.nvml_lib;

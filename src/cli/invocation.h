@@ -70,8 +70,10 @@ std::unique_ptr<CLI::App> make_verb_app(std::string_view verb, std::string_view 
 
 // Opens NVML as the global options say. On failure prints NVML's message and returns the exit code
 // (kExitNoLibrary when no library was found, kExitRuntime otherwise).
-// `watch_events` starts the XID/ECC event thread (the agent wants it; one-shot verbs do not).
-std::expected<std::unique_ptr<nvml::NvmlBackend>, int> open_backend(const Invocation& inv, bool watch_events = false);
+// `options` says what to read (the agent watches events and skips the slow PCIe throughput call);
+// where and which library come from the global options.
+std::expected<std::unique_ptr<nvml::NvmlBackend>, int> open_backend(const Invocation& inv,
+                                                                   nvml::BackendOptions options = {});
 
 // "json" or "text"/"csv" style format values, validated per verb; returns false for anything else.
 bool is_one_of(std::string_view value, std::initializer_list<std::string_view> allowed);

@@ -132,7 +132,10 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
   sigaddset(&signals, SIGHUP);
   if (inv.handle_signals) pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  auto opened = open_backend(inv, /*watch_events=*/true);
+  nvml::BackendOptions reading;
+  reading.watch_events = true;           // XIDs and ECC events as they happen
+  reading.read_pcie_throughput = false;  // 2 x ~20 ms per GPU on a real driver; /metrics uses GPM's PCIe bytes
+  auto opened = open_backend(inv, reading);
   if (!opened) return opened.error();
   auto& backend = **opened;
   log.info("NVML loaded", {{"library", backend.system().library_path},

@@ -250,6 +250,8 @@ std::expected<std::unique_ptr<HttpServer>, std::string> HttpServer::start(const 
 
   impl.daemon = MHD_start_daemon(
       flags, options.port, nullptr, nullptr, &on_request, &impl,
+      // First, so that what the other options report is logged through it too.
+      MHD_OPTION_EXTERNAL_LOGGER, &on_mhd_log, &impl,
       MHD_OPTION_SOCK_ADDR, reinterpret_cast<sockaddr*>(&addr),
       MHD_OPTION_THREAD_POOL_SIZE, static_cast<unsigned>(std::max(1u, options.threads)),
       MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(options.max_connections),
@@ -257,7 +259,6 @@ std::expected<std::unique_ptr<HttpServer>, std::string> HttpServer::start(const 
       MHD_OPTION_CONNECTION_TIMEOUT, static_cast<unsigned>(options.header_timeout.count() * 3),
       MHD_OPTION_NOTIFY_COMPLETED, &on_completed, &impl,
       MHD_OPTION_NOTIFY_CONNECTION, &on_connection, &impl,
-      MHD_OPTION_EXTERNAL_LOGGER, &on_mhd_log, &impl,
       MHD_OPTION_END);
   if (impl.daemon == nullptr) {
     return std::unexpected(fmt::format("cannot listen on {}:{} (in use, or not an address of this host)",

@@ -123,6 +123,7 @@ std::expected<std::unique_ptr<NvmlBackend>, BackendError> NvmlBackend::open(cons
   std::unique_ptr<NvmlBackend> backend(new NvmlBackend());
   backend->library_ = std::move(*lib);
   backend->proc_root_ = options.proc_root;
+  backend->read_pcie_throughput_ = options.read_pcie_throughput;
   auto& L = *backend->library_;
 
   if (nvmlReturn_t rc = L.nvmlInit_v2(); rc != NVML_SUCCESS) {
@@ -371,12 +372,17 @@ model::GpuSample NvmlBackend::sample_gpu(std::size_t i) {
   put_uint(FieldId::kMemClock, L.nvmlDeviceGetClockInfo, 1.0, NVML_CLOCK_MEM);
   put_uint(FieldId::kGraphicsClock, L.nvmlDeviceGetClockInfo, 1.0, NVML_CLOCK_GRAPHICS);
   put_uint(FieldId::kVideoClock, L.nvmlDeviceGetClockInfo, 1.0, NVML_CLOCK_VIDEO);
-  put_uint(FieldId::kMaxSmClock, L.nvmlDeviceGetMaxClockInfo, 1.0, NVML_CLOCK_SM);
-  put_uint(FieldId::kMaxMemClock, L.nvmlDeviceGetMaxClockInfo, 1.0, NVML_CLOCK_MEM);
-  put_uint(FieldId::kMaxGraphicsClock, L.nvmlDeviceGetMaxClockInfo, 1.0, NVML_CLOCK_GRAPHICS);
+  // What cannot change while the GPU is attached was read at discovery; on a real driver each of these
+  // calls costs 0.3 to 3 ms, every sample.
+  auto put_static = [&](FieldId id, const std::optional<unsigned>& v) {
+    g[id] = v ? FieldValue::of(*v) : FieldValue::unsupported();
+  };
+  put_static(FieldId::kMaxSmClock, info.max_sm_clock_mhz);
+  put_static(FieldId::kMaxMemClock, info.max_mem_clock_mhz);
+  put_static(FieldId::kMaxGraphicsClock, info.max_graphics_clock_mhz);
   put_uint(FieldId::kGpuTemp, L.nvmlDeviceGetTemperature, 1.0, NVML_TEMPERATURE_GPU);
-  put_uint(FieldId::kSlowdownTemp, L.nvmlDeviceGetTemperatureThreshold, 1.0, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN);
-  put_uint(FieldId::kShutdownTemp, L.nvmlDeviceGetTemperatureThreshold, 1.0, NVML_TEMPERATURE_THRESHOLD_SHUTDOWN);
+  put_static(FieldId::kSlowdownTemp, info.slowdown_temp_celsius);
+  put_static(FieldId::kShutdownTemp, info.shutdown_temp_celsius);
   put_uint(FieldId::kPowerUsage, L.nvmlDeviceGetPowerUsage, 1e-3);
   put_uint(FieldId::kPowerLimit, L.nvmlDeviceGetPowerManagementLimit, 1e-3);
   put_uint(FieldId::kEnforcedPowerLimit, L.nvmlDeviceGetEnforcedPowerLimit, 1e-3);
@@ -386,8 +392,11 @@ model::GpuSample NvmlBackend::sample_gpu(std::size_t i) {
   put_uint(FieldId::kPcieLinkGenMax, L.nvmlDeviceGetMaxPcieLinkGeneration, 1.0);
   put_uint(FieldId::kPcieLinkWidthCurrent, L.nvmlDeviceGetCurrPcieLinkWidth, 1.0);
   put_uint(FieldId::kPcieLinkWidthMax, L.nvmlDeviceGetMaxPcieLinkWidth, 1.0);
-  put_uint(FieldId::kPcieTxThroughput, L.nvmlDeviceGetPcieThroughput, 1.0, NVML_PCIE_UTIL_TX_BYTES);
-  put_uint(FieldId::kPcieRxThroughput, L.nvmlDeviceGetPcieThroughput, 1.0, NVML_PCIE_UTIL_RX_BYTES);
+  // Each call blocks ~20 ms on a real driver (it measures a window), so only callers that show it read it.
+  if (read_pcie_throughput_) {
+    put_uint(FieldId::kPcieTxThroughput, L.nvmlDeviceGetPcieThroughput, 1.0, NVML_PCIE_UTIL_TX_BYTES);
+    put_uint(FieldId::kPcieRxThroughput, L.nvmlDeviceGetPcieThroughput, 1.0, NVML_PCIE_UTIL_RX_BYTES);
+  }
 
   if (!lost && L.nvmlDeviceGetTotalEnergyConsumption == nullptr) {
     g[FieldId::kTotalEnergy] = FieldValue::unsupported();

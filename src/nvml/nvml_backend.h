@@ -28,6 +28,9 @@ struct BackendOptions {
   bool watch_events = false;
   // Resolve process pids to name, command line, user and container through this /proc.
   std::string proc_root = "/proc";
+  // Read nvmlDeviceGetPcieThroughput (dmon's rxpci/txpci). Each call blocks ~20 ms on a real driver,
+  // so the agent, which exports GPM's PCIe bytes instead, leaves it off.
+  bool read_pcie_throughput = true;
 };
 
 enum class BackendErrorKind {
@@ -102,6 +105,7 @@ class NvmlBackend {
   std::unique_ptr<EventWatcher> events_;
   std::unique_ptr<ProcessResolver> proc_resolver_;
   std::string proc_root_;
+  bool read_pcie_throughput_ = true;
   std::array<std::chrono::nanoseconds, model::kCollectorCount> collector_durations_{};
 };
 

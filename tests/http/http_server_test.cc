@@ -142,3 +142,15 @@ TEST(ListenAddress, AcceptsHostPortFormsAndRejectsTheRest) {
 
 }  // namespace
 }  // namespace gpuscope::http
+
+namespace gpuscope::http {
+namespace {
+
+TEST(HttpServer, StartsWithoutLibmicrohttpdComplainingAboutItsOptions) {
+  Server s({});
+  ASSERT_GT(s.port(), 0);
+  EXPECT_EQ(s.log_text.str().find("option"), std::string::npos) << s.log_text.str();
+}
+
+}  // namespace
+}  // namespace gpuscope::http

@@ -202,3 +202,44 @@ TEST(NvmlBackend, OpeningWithAScenarioLeavesTheEnvironmentAsItWas) {
 
 }  // namespace
 }  // namespace gpuscope::nvml
+
+namespace gpuscope::nvml {
+namespace {
+
+// The agent's reading skips nvmlDeviceGetPcieThroughput, which blocks ~20 ms per call on a real
+// driver; here it is made to take 200 ms, so a reading that still calls it cannot go unnoticed.
+TEST(NvmlBackend, PcieThroughputIsNotReadWhenTheCallerDoesNotWantIt) {
+  testing::ScenarioFile scenario(
+      "seed: 3\ngpus: {count: 2, model: NVIDIA H100 80GB HBM3}\nworkload: {profile: training}\n"
+      "faults:\n  - {type: slow, function: nvmlDeviceGetPcieThroughput, delay: 200ms}\n");
+  setenv("GPUSCOPE_SIM_TIME", "600", 1);
+  BackendOptions o;
+  o.simulate = true;
+  o.library_path = GPUSCOPE_SIM_LIB;
+  o.scenario = scenario.path();
+  o.read_pcie_throughput = false;
+  auto b = NvmlBackend::open(o);
+  unsetenv("GPUSCOPE_SIM_TIME");
+  ASSERT_TRUE(b) << b.error().message;
+  (*b)->sample();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto snap = (*b)->sample();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(150));
+  for (const auto& g : snap.gpus) {
+    EXPECT_EQ(g[FieldId::kPcieTxThroughput].status, ValueStatus::kUnsupported);
+    EXPECT_EQ(g[FieldId::kPcieRxThroughput].status, ValueStatus::kUnsupported);
+    EXPECT_TRUE(g[FieldId::kPcieTxBytes].valid()) << "GPM's PCIe bytes are still read";
+    // Static values come from discovery, not from a call per reading.
+    EXPECT_EQ(g[FieldId::kMaxSmClock].value, 1980);
+    EXPECT_TRUE(g[FieldId::kSlowdownTemp].valid());
+  }
+  auto with = testing::open_sim(scenario.path());
+  ASSERT_TRUE(with);
+  const auto t1 = std::chrono::steady_clock::now();
+  auto full = with->sample();
+  EXPECT_GE(std::chrono::steady_clock::now() - t1, std::chrono::milliseconds(400)) << "2 GPUs x 2 calls x 200 ms";
+  EXPECT_TRUE(full.gpus[0][FieldId::kPcieTxThroughput].valid());
+}
+
+}  // namespace
+}  // namespace gpuscope::nvml
