@@ -52,11 +52,15 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
       "  gpuscope --simulate serve & curl -s 127.0.0.1:9400/metrics");
   ServeOptions o;
   std::string listen = "127.0.0.1:9400", interval = "1s", hostname_label = "Hostname", log_level = "info";
-  std::string max_processes = "64", max_connections = "256", http_timeout = "10s";
+  std::string max_processes = "64", max_connections = "256", http_timeout = "10s", counter_interval = "10s";
   bool no_hostname = false;
   app->add_option("--listen", listen, "address and port to listen on (default 127.0.0.1:9400; ':9400' for all)")
       ->type_name("ADDR:PORT");
   app->add_option("--interval", interval, "time between GPU readings, 100ms to 60s (default 1s)")
+      ->type_name("DURATION");
+  app->add_option("--counter-interval", counter_interval,
+                  "read the cumulative counters (energy, violation times, ECC, remapped rows, PCIe replays) this "
+                  "often, 0s to 1h (default 10s; 0s: every reading): they cost ms of CPU per GPU on a real driver")
       ->type_name("DURATION");
   app->add_option("--collectors", o.collectors_file,
                   "which DCGM fields to export: a dcgm-exporter collectors CSV (FIELD, type, help)")
@@ -84,6 +88,11 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
     return std::unexpected(usage(fmt::format("invalid value '{}' for --interval (100ms to 60s, e.g. 1s, 500ms)", interval)));
   }
   o.interval = *d;
+  auto ci = parse_duration(counter_interval);
+  if (!ci || *ci > std::chrono::hours(1)) {
+    return std::unexpected(usage(fmt::format("invalid value '{}' for --counter-interval (0s to 1h, e.g. 10s)", counter_interval)));
+  }
+  o.counter_interval = *ci;
   if (hostname_label == "Hostname") {
     o.metrics.hostname_label = exporter::HostnameLabel::kHostname;
   } else if (hostname_label == "hostname") {
@@ -135,6 +144,7 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
   nvml::BackendOptions reading;
   reading.watch_events = true;           // XIDs and ECC events as they happen
   reading.read_pcie_throughput = false;  // 2 x ~20 ms per GPU on a real driver; /metrics uses GPM's PCIe bytes
+  reading.counter_interval = o.counter_interval;
   auto opened = open_backend(inv, reading);
   if (!opened) return opened.error();
   auto& backend = **opened;

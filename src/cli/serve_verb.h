@@ -18,6 +18,7 @@ struct ServeOptions {
   std::string host = "127.0.0.1";
   std::uint16_t port = 9400;
   std::chrono::nanoseconds interval = std::chrono::seconds(1);
+  std::chrono::nanoseconds counter_interval = std::chrono::seconds(10);
   std::string collectors_file;  // empty: the built-in set
   exporter::GpuMetricsOptions metrics;
   log::Level log_level = log::Level::kInfo;

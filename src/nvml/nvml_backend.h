@@ -31,6 +31,10 @@ struct BackendOptions {
   // Read nvmlDeviceGetPcieThroughput (dmon's rxpci/txpci). Each call blocks ~20 ms on a real driver,
   // so the agent, which exports GPM's PCIe bytes instead, leaves it off.
   bool read_pcie_throughput = true;
+  // Read the cumulative counters (energy, PCIe replays, violation times, ECC, retired pages, remapped
+  // rows) at most this often and carry them over in between; 0: every sample. On a real driver they
+  // are most of a sample's CPU (0.2 to 3 ms each per GPU).
+  std::chrono::nanoseconds counter_interval{0};
 };
 
 enum class BackendErrorKind {
@@ -106,6 +110,7 @@ class NvmlBackend {
   std::unique_ptr<ProcessResolver> proc_resolver_;
   std::string proc_root_;
   bool read_pcie_throughput_ = true;
+  std::chrono::nanoseconds counter_interval_{0};
   std::array<std::chrono::nanoseconds, model::kCollectorCount> collector_durations_{};
 };
 

@@ -243,3 +243,55 @@ TEST(NvmlBackend, PcieThroughputIsNotReadWhenTheCallerDoesNotWantIt) {
 
 }  // namespace
 }  // namespace gpuscope::nvml
+
+namespace gpuscope::nvml {
+namespace {
+
+// With a counter interval the expensive cumulative counters are read once per interval and carried
+// over; here nvmlDeviceGetViolationStatus takes 40 ms, so a reading that still calls it shows.
+TEST(NvmlBackend, CountersAreReadAtTheCounterIntervalAndCarriedOverInBetween) {
+  testing::ScenarioFile scenario(
+      "seed: 3\ngpus:\n  count: 1\n  model: NVIDIA H100 80GB HBM3\n  overrides:\n    - {gpu: 0, power_limit: 300W}\n"
+      "workload: {profile: training}\n"
+      "faults:\n  - {type: slow, function: nvmlDeviceGetViolationStatus, delay: 40ms}\n");
+  auto open_with = [&](std::chrono::nanoseconds counter_interval) {
+    setenv("GPUSCOPE_SIM_TIME", "600", 1);
+    BackendOptions o;
+    o.simulate = true;
+    o.library_path = GPUSCOPE_SIM_LIB;
+    o.scenario = scenario.path();
+    o.counter_interval = counter_interval;
+    auto b = NvmlBackend::open(o);
+    unsetenv("GPUSCOPE_SIM_TIME");
+    EXPECT_TRUE(b) << b.error().message;
+    return b ? std::move(*b) : nullptr;
+  };
+  auto timed_sample = [](NvmlBackend& b) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto snap = b.sample();
+    return std::pair{std::move(snap), std::chrono::steady_clock::now() - t0};
+  };
+  auto slow = open_with(std::chrono::hours(1));
+  ASSERT_TRUE(slow);
+  auto [first, first_took] = timed_sample(*slow);
+  EXPECT_GE(first_took, std::chrono::milliseconds(240)) << "6 violation policies x 40 ms";
+  ASSERT_TRUE(first.gpus[0][FieldId::kPowerViolation].valid());
+  slow->set_sim_time(slow->now() + std::chrono::seconds(30));  // the counter grows meanwhile
+  auto [second, second_took] = timed_sample(*slow);
+  EXPECT_LT(second_took, std::chrono::milliseconds(100)) << "counters are not read again within the interval";
+  EXPECT_EQ(second.gpus[0][FieldId::kPowerViolation].value, first.gpus[0][FieldId::kPowerViolation].value);
+  EXPECT_TRUE(second.gpus[0][FieldId::kTotalEnergy].valid()) << "carried over, not dropped";
+  EXPECT_NE(second.gpus[0][FieldId::kGpuTemp].status, ValueStatus::kUnsupported) << "other fields are read";
+
+  auto every = open_with(std::chrono::nanoseconds(0));
+  ASSERT_TRUE(every);
+  every->sample();
+  every->set_sim_time(every->now() + std::chrono::seconds(30));
+  auto [again, again_took] = timed_sample(*every);
+  EXPECT_GE(again_took, std::chrono::milliseconds(240));
+  EXPECT_GT(again.gpus[0][FieldId::kPowerViolation].value, first.gpus[0][FieldId::kPowerViolation].value)
+      << "a power-capped GPU accumulates violation time";
+}
+
+}  // namespace
+}  // namespace gpuscope::nvml
