@@ -211,8 +211,8 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       continue;
     }
-    timespec wait{0, 200'000'000};
-    const int sig = sigtimedwait(&signals, nullptr, &wait);
+    // Blocks until a signal comes: an idle agent has no timer of its own to wake for.
+    const int sig = sigwaitinfo(&signals, nullptr);
     if (sig == SIGINT || sig == SIGTERM) {
       log.info("stopping", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}});
       break;

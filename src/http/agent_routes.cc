@@ -135,14 +135,29 @@ HttpResponse AgentRoutes::metrics(const HttpRequest& request) {
   const auto set = set_.load();
   const auto generation = config_generation_.load();
   const auto now = std::chrono::steady_clock::now();
-  std::lock_guard lock(body_mu_);
   auto& entry = body_[format == exporter::ExpositionFormat::kOpenMetrics ? 1 : 0];
-  if (!entry.text || entry.pub != pub || entry.set != set || entry.generation != generation ||
-      now - entry.built >= kBodyReuse) {
-    entry = {pub, set, generation, now, std::make_shared<const std::string>(render_metrics(format)), nullptr};
+  std::shared_ptr<const std::string> text, compressed;
+  {
+    std::lock_guard lock(body_mu_);
+    if (entry.text && entry.pub == pub && entry.set == set && entry.generation == generation &&
+        now - entry.built < kBodyReuse) {
+      text = entry.text;
+      compressed = entry.gzip;
+    }
   }
-  if (gzip && !entry.gzip) entry.gzip = std::make_shared<const std::string>(gzip_compress(*entry.text));
-  r.shared_body = gzip ? entry.gzip : entry.text;
+  // Rendering and compressing happen outside the lock, so scrapes served from the shared body never
+  // wait behind the one that renders it anew.
+  if (!text) {
+    text = std::make_shared<const std::string>(render_metrics(format));
+    std::lock_guard lock(body_mu_);
+    entry = {pub, set, generation, now, text, nullptr};
+  }
+  if (gzip && !compressed) {
+    compressed = std::make_shared<const std::string>(gzip_compress(*text));
+    std::lock_guard lock(body_mu_);
+    if (entry.text == text) entry.gzip = compressed;
+  }
+  r.shared_body = gzip ? compressed : text;
   return r;
 }
 

@@ -49,6 +49,11 @@ struct HttpServer::Impl {
   void watch() {
     std::unique_lock lock(mu);
     while (!stopping) {
+      // Asleep while no connection is open (an idle agent wakes for nothing); a new one wakes it.
+      if (connections.empty()) {
+        cv.wait(lock, [this] { return stopping || !connections.empty(); });
+        continue;
+      }
       cv.wait_for(lock, std::chrono::milliseconds(250));
       const auto now = std::chrono::steady_clock::now();
       for (auto* c : connections) {
@@ -152,6 +157,7 @@ void on_connection(void* cls, MHD_Connection* connection, void** socket_context,
       c->fd = info->connect_fd;
     }
     c->waiting_since = std::chrono::steady_clock::now();
+    if (impl.connections.empty()) impl.cv.notify_one();  // the watchdog sleeps while there are none
     impl.connections.insert(c);
     *socket_context = c;
   } else {

@@ -27,7 +27,8 @@ class EventWatcher {
   bool watches_xid(unsigned index) const;
   model::EventCounts counts(unsigned index) const;
 
-  static constexpr unsigned kWaitTimeoutMs = 200;
+  // How long one wait blocks: bounds how long stopping takes, and how often an idle agent wakes.
+  static constexpr unsigned kWaitTimeoutMs = 500;
 
  private:
   void run();
