@@ -13,6 +13,8 @@
 #
 # Builds nothing. Traffic goes to 127.0.0.1 only; the process it starts is killed by PID on any exit.
 set -euo pipefail
+# shellcheck source=bench/stop_by_pid.sh
+source "$(dirname "${BASH_SOURCE[0]}")/stop_by_pid.sh"
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -34,13 +36,7 @@ done
 
 pid=""
 cleanup() {
-  if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    # Under valgrind the agent needs longer to stop and write its profile.
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  fi
+  stop_by_pid "$pid" 100
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM

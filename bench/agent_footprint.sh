@@ -10,6 +10,8 @@
 #
 # Builds nothing. Traffic goes to 127.0.0.1 only; the agent it starts is killed by PID on any exit.
 set -euo pipefail
+# shellcheck source=bench/stop_by_pid.sh
+source "$(dirname "${BASH_SOURCE[0]}")/stop_by_pid.sh"
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"  # --simulate=scenarios/demo.yaml and the default binary are repo-relative
@@ -32,12 +34,7 @@ agent_pid=""
 # shellcheck disable=SC2317  # invoked by the EXIT trap
 cleanup() {
   # Kill exactly the agent we started (never by name), then reap it.
-  if [[ -n $agent_pid ]] && kill -0 "$agent_pid" 2>/dev/null; then
-    kill -TERM "$agent_pid" 2>/dev/null || true
-    for _ in $(seq 1 20); do kill -0 "$agent_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$agent_pid" 2>/dev/null || true
-    wait "$agent_pid" 2>/dev/null || true
-  fi
+  stop_by_pid "$agent_pid"
   rm -rf "$work"
 }
 trap cleanup EXIT

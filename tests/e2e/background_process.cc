@@ -1,5 +1,7 @@
 #include "e2e/background_process.h"
 
+#include "e2e/command_runner.h"
+
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -8,28 +10,12 @@
 
 #include <cstdlib>
 
-extern char** environ;
-
 namespace gpuscope::e2e {
 
 BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
   int pipe_fds[2];
   if (pipe(pipe_fds) != 0) return;
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  std::map<std::string, std::string> merged;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string kv(*e);
-    auto eq = kv.find('=');
-    if (eq != std::string::npos) merged[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  for (const auto& [k, v] : env) merged[k] = v;
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : merged) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
+  auto image = exec_image(argv, env);
 
   pid_ = fork();
   if (pid_ == 0) {
@@ -37,7 +23,7 @@ BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv, const
     dup2(pipe_fds[1], 2);
     close(pipe_fds[0]);
     close(pipe_fds[1]);
-    execve(args[0], args.data(), envp.data());
+    execve(image.argv[0], image.argv.data(), image.envp.data());
     _exit(127);
   }
   close(pipe_fds[1]);

@@ -12,16 +12,10 @@ extern char** environ;
 
 namespace gpuscope::e2e {
 
-CommandResult run_command(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-                          double timeout_seconds) {
-  CommandResult result;
-  int out_pipe[2], err_pipe[2];
-  if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) return result;
-
-  // Build argv/envp before fork: only async-signal-safe calls in the child.
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
+ExecImage exec_image(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
+  ExecImage image;
+  for (const auto& a : argv) image.argv.push_back(const_cast<char*>(a.c_str()));
+  image.argv.push_back(nullptr);
   std::map<std::string, std::string> merged;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string kv(*e);
@@ -29,11 +23,19 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::map<s
     if (eq != std::string::npos) merged[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   for (const auto& [k, v] : env) merged[k] = v;
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : merged) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
+  for (const auto& [k, v] : merged) image.env_strings.push_back(k + "=" + v);
+  for (auto& s : image.env_strings) image.envp.push_back(s.data());
+  image.envp.push_back(nullptr);
+  return image;
+}
+
+CommandResult run_command(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+                          double timeout_seconds) {
+  CommandResult result;
+  int out_pipe[2], err_pipe[2];
+  if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) return result;
+
+  auto image = exec_image(argv, env);
 
   const pid_t pid = fork();
   if (pid == 0) {
@@ -43,7 +45,7 @@ CommandResult run_command(const std::vector<std::string>& argv, const std::map<s
     close(err_pipe[0]);
     close(out_pipe[1]);
     close(err_pipe[1]);
-    execve(args[0], args.data(), envp.data());
+    execve(image.argv[0], image.argv.data(), image.envp.data());
     _exit(127);
   }
   close(out_pipe[1]);

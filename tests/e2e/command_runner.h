@@ -16,6 +16,15 @@ struct CommandResult {
   std::string err;
 };
 
+// What execve needs, built before fork (only async-signal-safe calls in the child): `argv` as given
+// (it must outlive this), and this process's environment with `env` laid over it.
+struct ExecImage {
+  std::vector<std::string> env_strings;
+  std::vector<char*> argv;
+  std::vector<char*> envp;
+};
+ExecImage exec_image(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env);
+
 CommandResult run_command(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {},
                           double timeout_seconds = 60);
 

@@ -14,9 +14,7 @@
 
 namespace gpuscope::e2e {
 
-HttpResult http_raw(int port, const std::string& raw, std::chrono::milliseconds timeout) {
-  HttpResult r;
-  const auto start = std::chrono::steady_clock::now();
+int connect_loopback(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -24,8 +22,16 @@ HttpResult http_raw(int port, const std::string& raw, std::chrono::milliseconds 
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     close(fd);
-    return r;
+    return -1;
   }
+  return fd;
+}
+
+HttpResult http_raw(int port, const std::string& raw, std::chrono::milliseconds timeout) {
+  HttpResult r;
+  const auto start = std::chrono::steady_clock::now();
+  const int fd = connect_loopback(port);
+  if (fd < 0) return r;
   std::size_t sent = 0;
   while (sent < raw.size()) {
     const ssize_t n = send(fd, raw.data() + sent, raw.size() - sent, MSG_NOSIGNAL);

@@ -15,6 +15,9 @@ struct HttpResult {
   double seconds = 0;  // connect to last byte
 };
 
+// A TCP connection to 127.0.0.1:port (the caller closes it), or -1.
+int connect_loopback(int port);
+
 // Sends `raw` as is to 127.0.0.1:port and reads until the server closes or `timeout` passes.
 HttpResult http_raw(int port, const std::string& raw, std::chrono::milliseconds timeout = std::chrono::seconds(10));
 

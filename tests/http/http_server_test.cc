@@ -2,9 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <sstream>
@@ -16,19 +13,6 @@ namespace gpuscope::http {
 namespace {
 
 using namespace std::chrono_literals;
-
-int connect_idle(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 struct Server {
   std::ostringstream log_text;
@@ -87,8 +71,8 @@ TEST(HttpServer, ConnectionsBeyondTheLimitAreNotServedUntilOthersClose) {
   o.max_connections = 2;
   o.threads = 1;
   Server s(o);
-  const int a = connect_idle(s.port());
-  const int b = connect_idle(s.port());
+  const int a = e2e::connect_loopback(s.port());
+  const int b = e2e::connect_loopback(s.port());
   ASSERT_GE(a, 0);
   ASSERT_GE(b, 0);
   std::this_thread::sleep_for(100ms);
