@@ -1,10 +1,6 @@
 // Checks the deployment files in deploy/ by parsing them, not by grepping: the Kubernetes manifest
 // with yaml-cpp, the systemd unit as INI. The arguments both hand to `gpuscope serve` are run
 // through the built binary's own parser, so a renamed or removed flag breaks this test, not a node.
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +20,8 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include "e2e/command_runner.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -38,75 +36,12 @@ constexpr int kMetricsPort = 9400;
 
 // ---- running a program ----------------------------------------------------------------------
 
-struct Result {
-  int exit_code = -1;  // -1: killed by a signal or timed out
-  bool timed_out = false;
-  std::string out;
-  std::string err;
-};
+using Result = gpuscope::e2e::CommandResult;
 
-// Runs argv[0] (a path) with stdout and stderr captured; kills the child (by its pid) after
+// Runs argv[0] (a path) with stdout and stderr captured; the child is killed by its pid after
 // timeout_seconds.
 Result run(const std::vector<std::string>& argv, double timeout_seconds = 20) {
-  Result result;
-  int out_pipe[2];
-  int err_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
-    ADD_FAILURE() << "pipe2 failed";
-    return result;
-  }
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out_pipe[1], STDOUT_FILENO);
-    dup2(err_pipe[1], STDERR_FILENO);
-    const int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  close(out_pipe[1]);
-  close(err_pipe[1]);
-  if (pid < 0) {
-    close(out_pipe[0]);
-    close(err_pipe[0]);
-    ADD_FAILURE() << "fork failed";
-    return result;
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  std::string* sinks[2] = {&result.out, &result.err};
-  int open_fds = 2;
-  while (open_fds > 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      result.timed_out = true;
-      kill(pid, SIGKILL);
-      break;
-    }
-    if (poll(fds, 2, static_cast<int>(left.count())) < 0) continue;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-      char buf[4096];
-      const ssize_t n = read(fds[i].fd, buf, sizeof buf);
-      if (n > 0) {
-        sinks[i]->append(buf, static_cast<std::size_t>(n));
-      } else {
-        close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_fds;
-      }
-    }
-  }
-  for (auto& f : fds) {
-    if (f.fd >= 0) close(f.fd);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!result.timed_out && WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  return result;
+  return gpuscope::e2e::run_command(argv, {}, timeout_seconds);
 }
 
 bool executable(const fs::path& p) { return access(p.c_str(), X_OK) == 0; }
