@@ -7,6 +7,7 @@
 #include <memory>
 #include <ostream>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -160,6 +161,7 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
   // Logged once per change, not per reading: a GPU lost or back, readings slower than the interval.
   std::vector<bool> was_up(backend.gpus().size(), true);
   bool was_slow = false;
+  bool first = true;
   auto read = [&] {
     auto snapshot = backend.sample();
     for (const auto& g : snapshot.gpus) {
@@ -173,7 +175,8 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
                  {{"gpu", std::to_string(g.index)}, {"uuid", info.uuid}, {"nvml_code", std::to_string(g.down_error_code)}});
       }
     }
-    const bool slow = snapshot.duration > o.interval;
+    // The first reading waits out GPM's first window once; only later ones can be slow.
+    const bool slow = !std::exchange(first, false) && snapshot.duration > o.interval;
     if (slow != was_slow) {
       was_slow = slow;
       if (slow) {

@@ -55,7 +55,8 @@ void Sampler::run() {
     pub->sequence = ++sequence;
     const auto took = pub->finished - pub->started;
     samples_.fetch_add(1, std::memory_order_relaxed);
-    if (took > interval_) overruns_.fetch_add(1, std::memory_order_relaxed);
+    // The first reading carries one-off warm-up (GPM needs a first window), so it is no overrun.
+    if (took > interval_ && pub->sequence > 1) overruns_.fetch_add(1, std::memory_order_relaxed);
     {
       std::lock_guard lock(mu_);
       latest_.store(std::move(pub), std::memory_order_release);

@@ -26,7 +26,7 @@ struct Publication {
 
 struct SamplerStats {
   std::uint64_t samples_total = 0;
-  std::uint64_t overruns_total = 0;  // readings that took longer than the interval
+  std::uint64_t overruns_total = 0;  // readings after the first that took longer than the interval
 };
 
 class Sampler {

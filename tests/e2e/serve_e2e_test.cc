@@ -148,6 +148,9 @@ TEST(ServeE2e, GoldenMetricsTextAndOpenMetrics) {
   auto text = http_get(agent.port, "/metrics");
   ASSERT_EQ(text.status, 200);
   EXPECT_EQ(text.headers["content-type"], "text/plain; version=0.0.4; charset=utf-8");
+  // At the shortest interval the first reading still waits out GPM's first window: no false alarm.
+  EXPECT_EQ(value_of(samples(text.body, "gpuscope_sample_overruns_total").at(0)), 0);
+  EXPECT_EQ(agent.process->output().find("took longer"), std::string::npos) << agent.process->output();
   expect_golden("metrics.txt", stable_part(text.body));
 
   auto om = http_get(agent.port, "/metrics",
