@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <thread>
 #include <utility>
@@ -15,6 +16,7 @@
 #include "export/metric_set.h"
 #include "http/agent_routes.h"
 #include "http/http_server.h"
+#include "sampler/hpc_job_map.h"
 #include "sampler/sampler.h"
 
 namespace gpuscope::cli {
@@ -66,6 +68,10 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
   app->add_option("--collectors", o.collectors_file,
                   "which DCGM fields to export: a dcgm-exporter collectors CSV (FIELD, type, help)")
       ->type_name("FILE");
+  app->add_option("--hpc-job-mapping-dir", o.hpc_job_mapping_dir,
+                  "add an hpc_job label from this directory: one file per GPU, named by its index, one job ID per "
+                  "line (what dcgm-exporter reads; written by the scheduler's prolog/epilog)")
+      ->type_name("DIR");
   app->add_option("--hostname-label", hostname_label,
                   "name of the host label: Hostname (dcgm-exporter before 4.8, default) or hostname")
       ->type_name("NAME");
@@ -162,8 +168,24 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
   std::vector<bool> was_up(backend.gpus().size(), true);
   bool was_slow = false;
   bool first = true;
+  std::optional<sampler::HpcJobMap> hpc_jobs;
+  if (!o.hpc_job_mapping_dir.empty()) hpc_jobs.emplace(o.hpc_job_mapping_dir);
+  std::string hpc_error;
   auto read = [&] {
     auto snapshot = backend.sample();
+    if (hpc_jobs) {
+      std::string error;
+      hpc_jobs->label(snapshot, &error);
+      // The directory may come and go with the scheduler: logged when that changes, not per reading.
+      if (error != hpc_error) {
+        if (error.empty()) {
+          log.info("HPC job mapping directory readable", {{"dir", hpc_jobs->dir()}});
+        } else {
+          log.warn("HPC job mapping directory unreadable; no hpc_job labels until it is", {{"err", error}});
+        }
+        hpc_error = error;
+      }
+    }
     for (const auto& g : snapshot.gpus) {
       if (g.index >= was_up.size() || g.up == was_up[g.index]) continue;
       was_up[g.index] = g.up;

@@ -20,6 +20,7 @@ struct ServeOptions {
   std::chrono::nanoseconds interval = std::chrono::seconds(1);
   std::chrono::nanoseconds counter_interval = std::chrono::seconds(10);
   std::string collectors_file;  // empty: the built-in set
+  std::string hpc_job_mapping_dir;  // empty: no hpc_job label
   exporter::GpuMetricsOptions metrics;
   log::Level log_level = log::Level::kInfo;
   unsigned max_connections = 256;

@@ -125,9 +125,18 @@ void write_gpu_metrics(ExpositionWriter& w, const model::Snapshot& snapshot, std
   for (const auto& info : gpus) {
     const auto it = std::ranges::find(snapshot.gpus, info.index, &model::GpuSample::index);
     const model::GpuSample* sample = it == snapshot.gpus.end() ? nullptr : &*it;
-    GpuRow row{sample, gpu_labels(info, system, set, options).text()};
-    if (sample != nullptr && sample->up) up.push_back(row);
-    all.push_back(std::move(row));
+    const std::string labels = gpu_labels(info, system, set, options).text();
+    // As dcgm-exporter: a GPU shared by several HPC jobs has each of its series once per job.
+    std::vector<std::string> per_job;
+    if (sample != nullptr) {
+      for (const auto& job : sample->hpc_jobs) per_job.push_back(labels + "," + LabelSet().add("hpc_job", job).text());
+    }
+    if (per_job.empty()) per_job.push_back(labels);
+    for (auto& l : per_job) {
+      GpuRow row{sample, std::move(l)};
+      if (sample != nullptr && sample->up) up.push_back(row);
+      all.push_back(std::move(row));
+    }
   }
 
   for (const auto& f : set.fields) {

@@ -29,7 +29,8 @@ LabelSet gpu_labels(const model::GpuInfo& info, const model::SystemInfo& system,
                     const GpuMetricsOptions& options);
 
 // Writes the families of one snapshot. A GPU that is down has only gpuscope_gpu_up 0; a field a GPU
-// does not support has no series (never 0).
+// does not support has no series (never 0). A GPU with HPC jobs has each series once per job, with an
+// `hpc_job` label.
 void write_gpu_metrics(ExpositionWriter& writer, const model::Snapshot& snapshot,
                        std::span<const model::GpuInfo> gpus, const model::SystemInfo& system, const MetricSet& set,
                        const GpuMetricsOptions& options);

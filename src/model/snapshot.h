@@ -73,6 +73,8 @@ struct GpuSample {
   std::vector<ProcessSample> processes;
   std::optional<int> processes_error_code;  // set when the process list could not be read
   EventCounts events;
+  // HPC jobs on this GPU, from the scheduler's mapping files (dcgm-exporter's hpc_job label).
+  std::vector<std::string> hpc_jobs;
 
   const FieldValue& operator[](FieldId id) const { return fields[index_of(id)]; }
   FieldValue& operator[](FieldId id) { return fields[index_of(id)]; }

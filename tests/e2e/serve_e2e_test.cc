@@ -472,6 +472,47 @@ TEST(ServeE2e, HostLabelFollowsNodeNameAndTheLabelFlags) {
   EXPECT_EQ(sample_for_gpu(none.metrics(), "DCGM_FI_DEV_GPU_TEMP", 0).find("ostname="), std::string::npos);
 }
 
+TEST(ServeE2e, HpcJobMappingDirectoryLabelsSeriesAsDcgmExporterDoes) {
+  TempDir dir;
+  const auto jobs = dir.path / "jobs";  // created only after the agent starts
+  Agent agent({"--simulate=" + scenario("demo.yaml"), "serve", "--listen", "127.0.0.1:0", "--interval", "100ms",
+               "--hpc-job-mapping-dir", jobs.string()},
+              frozen_env(600));
+  ASSERT_TRUE(agent.ready()) << agent.process->output();
+  EXPECT_TRUE(agent.process->wait_for_line("HPC job mapping directory unreadable", 2s)) << agent.process->output();
+  EXPECT_EQ(agent.metrics().find("hpc_job="), std::string::npos);
+
+  fs::create_directories(jobs);
+  std::ofstream(jobs / "0") << "job-17\njob-18\n";
+  std::ofstream(jobs / "3") << "42\n";
+  std::string m;
+  for (int i = 0; i < 50 && samples(m, "DCGM_FI_DEV_GPU_TEMP").size() != 9; ++i) {
+    std::this_thread::sleep_for(100ms);
+    m = agent.metrics();
+  }
+  const auto temps = samples(m, "DCGM_FI_DEV_GPU_TEMP");
+  ASSERT_EQ(temps.size(), 9u) << "8 GPUs, GPU 0 twice" << m;
+  int gpu0 = 0;
+  for (const auto& line : temps) {
+    if (line.find("gpu=\"0\"") != std::string::npos) {
+      ++gpu0;
+      EXPECT_TRUE(line.find("hpc_job=\"job-17\"") != std::string::npos || line.find("hpc_job=\"job-18\"") != std::string::npos) << line;
+    }
+  }
+  EXPECT_EQ(gpu0, 2);
+  EXPECT_NE(sample_for_gpu(m, "DCGM_FI_DEV_GPU_TEMP", 3).find(",hpc_job=\"42\"}"), std::string::npos);
+  EXPECT_EQ(sample_for_gpu(m, "DCGM_FI_DEV_GPU_TEMP", 1).find("hpc_job"), std::string::npos);
+  EXPECT_TRUE(agent.process->wait_for_line("HPC job mapping directory readable", 1s));
+
+  fs::remove(jobs / "0");  // the job ended
+  for (int i = 0; i < 50 && samples(m, "DCGM_FI_DEV_GPU_TEMP").size() != 8; ++i) {
+    std::this_thread::sleep_for(100ms);
+    m = agent.metrics();
+  }
+  EXPECT_EQ(samples(m, "DCGM_FI_DEV_GPU_TEMP").size(), 8u);
+  EXPECT_EQ(sample_for_gpu(m, "DCGM_FI_DEV_GPU_TEMP", 0).find("hpc_job"), std::string::npos);
+}
+
 TEST(ServeE2e, BadFlagsAndABusyPortAreOneLineErrors) {
   auto bad_interval = run_command({kExe, "--simulate", "serve", "--interval", "50ms"});
   EXPECT_EQ(bad_interval.exit_code, 2);

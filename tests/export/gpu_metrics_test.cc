@@ -226,6 +226,18 @@ TEST_F(GpuMetrics, ARenamedDcgmFieldIsExportedUnderTheNameTheFileUses) {
   EXPECT_EQ(text.find("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"), std::string::npos) << text;
 }
 
+TEST_F(GpuMetrics, AGpuSharedByHpcJobsHasEachSeriesOncePerJob) {
+  gpu(0).hpc_jobs = {"1234", "5678"};
+  const std::string text = render();
+  const std::string temp = std::string("DCGM_FI_DEV_GPU_TEMP{") + std::string(kGpu0Labels);
+  EXPECT_NE(text.find(temp + ",hpc_job=\"1234\"} 45\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(temp + ",hpc_job=\"5678\"} 45\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find(temp + "} 45\n"), std::string::npos) << "no series without the job label";
+  EXPECT_NE(text.find(std::string("gpuscope_gpu_up{") + std::string(kGpu0Labels) + ",hpc_job=\"5678\"} 1\n"),
+            std::string::npos)
+      << text;
+}
+
 TEST_F(GpuMetrics, MicrosecondsPrintWithoutFloatNoise) {
   // 13 ns * 1e-3 is 0.013000000000000001 in doubles; 13 / 1000 prints as DCGM would.
   gpu(0)[FieldId::kThermalViolation] = FieldValue::of(13);
