@@ -46,17 +46,32 @@ void BM_RenderGpuMetrics(benchmark::State& state) {
 }
 BENCHMARK(BM_RenderGpuMetrics)->Unit(benchmark::kMicrosecond);
 
+// The agent's parts a scrape touches, with one reading published (the sampler then waits a minute).
+struct Agent {
+  std::unique_ptr<nvml::NvmlBackend> backend = open_sim();
+  std::unique_ptr<sampler::Sampler> sampler;
+  std::unique_ptr<http::AgentRoutes> routes;
+  Agent() {
+    if (!backend) return;
+    sampler = std::make_unique<sampler::Sampler>([this] { return backend->sample(); }, std::chrono::seconds(60));
+    sampler->start();
+    sampler->wait_for(1, std::chrono::seconds(10));
+    routes = std::make_unique<http::AgentRoutes>(*sampler, backend->gpus(), backend->system(),
+                                                 exporter::GpuMetricsOptions{}, "bench");
+  }
+  ~Agent() {
+    if (sampler) sampler->stop();
+  }
+};
+
 // A scrape answered from the shared body (scrapes within AgentRoutes::kBodyReuse of each other).
 void BM_ScrapeCached(benchmark::State& state) {
-  auto backend = open_sim();
-  if (!backend) {
+  Agent agent;
+  if (!agent.routes) {
     state.SkipWithError("simulator did not load");
     return;
   }
-  sampler::Sampler sampler([&] { return backend->sample(); }, std::chrono::seconds(60));
-  sampler.start();
-  sampler.wait_for(1, std::chrono::seconds(10));
-  http::AgentRoutes routes(sampler, backend->gpus(), backend->system(), {}, "bench");
+  auto& routes = *agent.routes;
   const bool gzip = state.range(0) != 0;
   std::vector<std::pair<std::string, std::string>> headers;
   if (gzip) headers.emplace_back("Accept-Encoding", "gzip");
@@ -67,29 +82,24 @@ void BM_ScrapeCached(benchmark::State& state) {
     benchmark::DoNotOptimize(r);
   }
   state.counters["bytes"] = static_cast<double>(bytes);
-  sampler.stop();
 }
 BENCHMARK(BM_ScrapeCached)->Arg(0)->Arg(1)->ArgName("gzip")->Unit(benchmark::kMicrosecond);
 
 // What a scrape costs when nothing is cached: the whole body (GPU part from the per-reading cache, the
 // agent's own series and /proc/self read fresh), then gzip of it.
 void BM_ScrapeUncached(benchmark::State& state) {
-  auto backend = open_sim();
-  if (!backend) {
+  Agent agent;
+  if (!agent.routes) {
     state.SkipWithError("simulator did not load");
     return;
   }
-  sampler::Sampler sampler([&] { return backend->sample(); }, std::chrono::seconds(60));
-  sampler.start();
-  sampler.wait_for(1, std::chrono::seconds(10));
-  http::AgentRoutes routes(sampler, backend->gpus(), backend->system(), {}, "bench");
+  auto& routes = *agent.routes;
   const bool gzip = state.range(0) != 0;
   for (auto _ : state) {
     auto body = routes.render_metrics(exporter::ExpositionFormat::kPrometheusText);
     if (gzip) body = http::gzip_compress(body);
     benchmark::DoNotOptimize(body);
   }
-  sampler.stop();
 }
 BENCHMARK(BM_ScrapeUncached)->Arg(0)->Arg(1)->ArgName("gzip")->Unit(benchmark::kMicrosecond);
 

@@ -212,18 +212,13 @@ TEST(NvmlBackend, PcieThroughputIsNotReadWhenTheCallerDoesNotWantIt) {
   testing::ScenarioFile scenario(
       "seed: 3\ngpus: {count: 2, model: NVIDIA H100 80GB HBM3}\nworkload: {profile: training}\n"
       "faults:\n  - {type: slow, function: nvmlDeviceGetPcieThroughput, delay: 200ms}\n");
-  setenv("GPUSCOPE_SIM_TIME", "600", 1);
   BackendOptions o;
-  o.simulate = true;
-  o.library_path = GPUSCOPE_SIM_LIB;
-  o.scenario = scenario.path();
   o.read_pcie_throughput = false;
-  auto b = NvmlBackend::open(o);
-  unsetenv("GPUSCOPE_SIM_TIME");
-  ASSERT_TRUE(b) << b.error().message;
-  (*b)->sample();
+  auto b = testing::open_sim_with(o, scenario.path());
+  ASSERT_TRUE(b);
+  b->sample();
   const auto t0 = std::chrono::steady_clock::now();
-  auto snap = (*b)->sample();
+  auto snap = b->sample();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(150));
   for (const auto& g : snap.gpus) {
     EXPECT_EQ(g[FieldId::kPcieTxThroughput].status, ValueStatus::kUnsupported);
@@ -255,16 +250,9 @@ TEST(NvmlBackend, CountersAreReadAtTheCounterIntervalAndCarriedOverInBetween) {
       "workload: {profile: training}\n"
       "faults:\n  - {type: slow, function: nvmlDeviceGetViolationStatus, delay: 40ms}\n");
   auto open_with = [&](std::chrono::nanoseconds counter_interval) {
-    setenv("GPUSCOPE_SIM_TIME", "600", 1);
     BackendOptions o;
-    o.simulate = true;
-    o.library_path = GPUSCOPE_SIM_LIB;
-    o.scenario = scenario.path();
     o.counter_interval = counter_interval;
-    auto b = NvmlBackend::open(o);
-    unsetenv("GPUSCOPE_SIM_TIME");
-    EXPECT_TRUE(b) << b.error().message;
-    return b ? std::move(*b) : nullptr;
+    return testing::open_sim_with(o, scenario.path());
   };
   auto timed_sample = [](NvmlBackend& b) {
     const auto t0 = std::chrono::steady_clock::now();

@@ -30,17 +30,15 @@ class ScenarioFile {
   std::filesystem::path path_;
 };
 
-// Opens the simulator (`legacy` = the old-driver build) with `scenario` ("" = built-in default),
-// frozen at `sim_seconds` after the scenario start.
-inline std::unique_ptr<NvmlBackend> open_sim(const std::string& scenario, double sim_seconds = 600,
-                                             bool legacy = false, bool watch_events = false) {
+// Opens the simulator with `options` (what to read; where the library is and which scenario are set
+// here): `scenario` ("" = built-in default), frozen at `sim_seconds` after the scenario start.
+inline std::unique_ptr<NvmlBackend> open_sim_with(BackendOptions o, const std::string& scenario,
+                                                  double sim_seconds = 600, bool legacy = false) {
   setenv("GPUSCOPE_SIM_TIME", std::to_string(sim_seconds).c_str(), 1);
   if (scenario.empty()) unsetenv("GPUSCOPE_SIM_SCENARIO");
-  BackendOptions o;
   o.simulate = true;
   o.library_path = legacy ? GPUSCOPE_SIM_LEGACY_LIB : GPUSCOPE_SIM_LIB;
   o.scenario = scenario;
-  o.watch_events = watch_events;
   auto b = NvmlBackend::open(o);
   unsetenv("GPUSCOPE_SIM_TIME");
   if (!b) {
@@ -48,6 +46,14 @@ inline std::unique_ptr<NvmlBackend> open_sim(const std::string& scenario, double
     return nullptr;
   }
   return std::move(*b);
+}
+
+// The same with the default reading (`legacy` = the old-driver build).
+inline std::unique_ptr<NvmlBackend> open_sim(const std::string& scenario, double sim_seconds = 600,
+                                             bool legacy = false, bool watch_events = false) {
+  BackendOptions o;
+  o.watch_events = watch_events;
+  return open_sim_with(o, scenario, sim_seconds, legacy);
 }
 
 }  // namespace gpuscope::nvml::testing
