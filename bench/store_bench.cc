@@ -1,14 +1,22 @@
-// The store's compressed chunks on real-shaped data: one hour of 1 s readings of 8 simulated H100s
-// (every DCGM field of the default /metrics set, one series per GPU and field) appended to XorChunks.
-// Reports bytes per sample over all series and by kind, and the append cost per sample.
+// The store on real-shaped data: one hour of 1 s readings of 8 simulated H100s (every DCGM field of the
+// default /metrics set, one series per GPU and field, labelled as /metrics labels them). Reports the
+// XorChunk bytes per sample by kind and its append cost, the Head's ingest cost per sample and memory
+// per sample, and the bytes per sample on disk after the Tsdb flushed the hour.
 #include <benchmark/benchmark.h>
 
+#include <stdlib.h>
+
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "export/metric_set.h"
 #include "nvml/nvml_backend.h"
+#include "store/head.h"
+#include "store/tsdb.h"
 #include "store/xor_chunk.h"
 
 namespace {
@@ -18,6 +26,7 @@ using namespace gpuscope;
 struct Readings {
   std::vector<std::vector<double>> series;  // [series][reading]
   std::vector<bool> integral;               // whether every value of the series is a whole number
+  std::vector<store::Labels> labels;        // [series], as /metrics labels it
 };
 
 // One hour at 1 s of every default field of every GPU, from the simulator's default node.
@@ -42,7 +51,20 @@ const Readings& hour_of_readings() {
         for (const auto& f : set.fields) {
           if (!g[f.id].valid()) continue;
           auto [it, added] = index.emplace(std::pair{g.index, static_cast<int>(f.id)}, r.series.size());
-          if (added) r.series.emplace_back();
+          if (added) {
+            r.series.emplace_back();
+            const auto& gpus = (*backend)->gpus();
+            const auto found = std::find_if(gpus.begin(), gpus.end(), [&](const auto& i) { return i.index == g.index; });
+            const model::GpuInfo info = found != gpus.end() ? *found : model::GpuInfo{};
+            const auto name = f.name.empty() ? std::string(model::FieldCatalog::get(f.id).dcgm_name) : f.name;
+            r.labels.push_back(store::Labels{{"__name__", name},
+                                             {"gpu", std::to_string(g.index)},
+                                             {"UUID", info.uuid},
+                                             {"device", "nvidia" + std::to_string(g.index)},
+                                             {"modelName", info.name},
+                                             {"pci_bus_id", info.pci_bus_id},
+                                             {"Hostname", "gpu-node-01"}});
+          }
           r.series[it->second].push_back(g[f.id].value / model::FieldCatalog::get(f.id).dcgm_divisor);
         }
       }
@@ -89,5 +111,98 @@ void BM_XorChunkHourOfGpuSeries(benchmark::State& state) {
       static_cast<double>(bytes - int_bytes) / static_cast<double>(samples - int_samples);
 }
 BENCHMARK(BM_XorChunkHourOfGpuSeries)->Unit(benchmark::kMillisecond);
+
+constexpr std::int64_t kHourStartMs = 1767225600000;
+
+// One reading (every series at second i) as the sampler hands it to the store.
+std::vector<store::LabeledValue> reading_at(const Readings& r, std::size_t i) {
+  std::vector<store::LabeledValue> out;
+  out.reserve(r.series.size());
+  for (std::size_t k = 0; k < r.series.size(); ++k) out.push_back({r.labels[k], r.series[k][i]});
+  return out;
+}
+
+// The sampler's path: an hour of readings through Head::append_reading (series lookup by labels,
+// staleness bookkeeping, chunk cutting). Items are samples, so the time per item is ns per sample.
+void BM_HeadIngestHourOfGpuReadings(benchmark::State& state) {
+  const auto& r = hour_of_readings();
+  if (r.series.empty()) {
+    state.SkipWithError("simulator did not load");
+    return;
+  }
+  std::vector<std::vector<store::LabeledValue>> readings;
+  for (std::size_t i = 0; i < r.series[0].size(); ++i) readings.push_back(reading_at(r, i));
+  store::HeadStats st;
+  std::size_t samples = 0;
+  for (auto _ : state) {
+    auto head = std::make_unique<store::Head>();
+    for (std::size_t i = 0; i < readings.size(); ++i) {
+      head->append_reading(kHourStartMs + static_cast<std::int64_t>(i) * 1000, readings[i]);
+    }
+    state.PauseTiming();
+    st = head->stats();
+    samples = st.samples;
+    head.reset();
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * samples));
+  state.counters["series"] = static_cast<double>(st.series);
+  // A rate of (samples / 1e9) inverted: seconds / (samples / 1e9), the ingest cost in ns per sample.
+  state.counters["ns_per_sample"] = benchmark::Counter(static_cast<double>(state.iterations() * samples) * 1e-9,
+                                                       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["mem_chunk_bytes_per_sample"] = st.bytes_per_sample;
+  state.counters["mem_bytes_per_sample_with_labels"] =
+      static_cast<double>(st.chunk_bytes + st.label_bytes) / static_cast<double>(st.samples);
+  state.counters["label_bytes_per_series"] = static_cast<double>(st.label_bytes) / static_cast<double>(st.series);
+}
+BENCHMARK(BM_HeadIngestHourOfGpuReadings)->Unit(benchmark::kMillisecond);
+
+// The hour through the Tsdb as the agent runs it: flushed every 60 s (sealed chunks plus open-chunk
+// snapshots, one transaction each), then the SQLite file (and log) size per sample. Time per item is
+// the ingest cost per sample including the flushes.
+void BM_TsdbHourOnDisk(benchmark::State& state) {
+  const auto& r = hour_of_readings();
+  if (r.series.empty()) {
+    state.SkipWithError("simulator did not load");
+    return;
+  }
+  std::vector<std::vector<store::LabeledValue>> readings;
+  for (std::size_t i = 0; i < r.series[0].size(); ++i) readings.push_back(reading_at(r, i));
+  std::string tmpl = (std::filesystem::temp_directory_path() / "gpuscope_store_bench_XXXXXX").string();
+  const std::filesystem::path dir = mkdtemp(tmpl.data());
+  std::uint64_t disk_bytes = 0, disk_bytes_checkpointed = 0;
+  std::size_t samples = 0;
+  for (auto _ : state) {
+    std::filesystem::remove_all(dir / store::kChunkDatabaseFileName);
+    store::TsdbOptions o;
+    o.data_dir = dir;
+    auto tsdb = store::Tsdb::open(o, kHourStartMs);
+    if (!tsdb) {
+      state.SkipWithError(tsdb.error().c_str());
+      break;
+    }
+    std::int64_t t = kHourStartMs;
+    for (std::size_t i = 0; i < readings.size(); ++i) {
+      t = kHourStartMs + static_cast<std::int64_t>(i) * 1000;
+      (*tsdb)->append_reading(t, readings[i]);
+      if (auto f = (*tsdb)->flush_if_due(t); !f) state.SkipWithError(f.error().c_str());
+    }
+    (void)(*tsdb)->flush(t);
+    state.PauseTiming();
+    samples = readings.size() * r.series.size();
+    disk_bytes = (*tsdb)->stats().disk_bytes;
+    tsdb->reset();  // closing checkpoints the log into the file
+    std::error_code ec;
+    disk_bytes_checkpointed = std::filesystem::file_size(dir / store::kChunkDatabaseFileName, ec);
+    state.ResumeTiming();
+  }
+  std::filesystem::remove_all(dir);
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * samples));
+  state.counters["ns_per_sample_with_flushes"] = benchmark::Counter(
+      static_cast<double>(state.iterations() * samples) * 1e-9, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["disk_bytes_per_sample"] = static_cast<double>(disk_bytes_checkpointed) / static_cast<double>(samples);
+  state.counters["disk_bytes_per_sample_with_wal"] = static_cast<double>(disk_bytes) / static_cast<double>(samples);
+}
+BENCHMARK(BM_TsdbHourOnDisk)->Unit(benchmark::kMillisecond)->Iterations(2);
 
 }  // namespace

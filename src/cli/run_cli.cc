@@ -8,12 +8,14 @@
 #include <fmt/format.h>
 
 #include "cli/dmon_verb.h"
+#include "cli/eval_verb.h"
 #include "cli/info_verb.h"
 #include "cli/invocation.h"
 #include "cli/list_verb.h"
 #include "cli/query_verb.h"
 #include "cli/serve_verb.h"
 #include "cli/stop_signal.h"
+#include "cli/trace_verb.h"
 
 namespace gpuscope::cli {
 namespace {
@@ -30,7 +32,10 @@ constexpr std::string_view kUsage =
     "  info    driver, NVML library loaded, each GPU's identity, memory, clocks and limits\n"
     "  query   nvidia-smi --query-gpu / --query-compute-apps: same names and CSV, or numeric JSON\n"
     "  dmon    nvidia-smi dmon: one row per GPU per interval, or NDJSON\n"
-    "  serve   the node agent: /metrics for Prometheus (dcgm-exporter's names), /healthz, /api/v1/gpus\n"
+    "  serve   the node agent: /metrics for Prometheus (dcgm-exporter's names), /healthz, /api/v1/gpus,\n"
+    "          history and Prometheus's query API (/api/v1/query, query_range, series, labels)\n"
+    "  eval    a PromQL query over the agent's history (a running agent, or its data directory)\n"
+    "  trace   analyse PyTorch profiler traces (one file or a directory of ranks): idle causes, kernels, verdict\n"
     "\n"
     "Global options (before or after the command):\n"
     "  --simulate[=SCENARIO]  use gpuscope's simulated NVML library, optionally with a scenario file\n"
@@ -104,9 +109,11 @@ int dispatch(std::span<const char* const> argv, Invocation& inv) {
   if (cl->verb == "query") return run_query(args, inv);
   if (cl->verb == "dmon") return run_dmon(args, inv);
   if (cl->verb == "serve") return run_serve(args, inv);
-  if (cl->verb.empty()) return usage_error(inv.err, "no command given (list, info, query, dmon, serve; see 'gpuscope --help')");
+  if (cl->verb == "eval") return run_eval(args, inv);  // an agent's API or a data directory: never NVML
+  if (cl->verb == "trace") return run_trace(args, inv);  // reads files only: never opens NVML
+  if (cl->verb.empty()) return usage_error(inv.err, "no command given (list, info, query, dmon, serve, eval, trace; see 'gpuscope --help')");
   return usage_error(inv.err,
-                     fmt::format("unknown command '{}' (list, info, query, dmon, serve; see 'gpuscope --help')", cl->verb));
+                     fmt::format("unknown command '{}' (list, info, query, dmon, serve, eval, trace; see 'gpuscope --help')", cl->verb));
 }
 
 int run(std::span<const char* const> argv, std::ostream& out, std::ostream& err, const std::atomic<bool>& stop,

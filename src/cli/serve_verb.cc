@@ -1,6 +1,7 @@
 #include "cli/serve_verb.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <ctime>
@@ -13,11 +14,16 @@
 
 #include <fmt/format.h>
 
+#include "cli/history_recorder.h"
 #include "export/metric_set.h"
 #include "http/agent_routes.h"
 #include "http/http_server.h"
+#include "http/query_api.h"
+#include "promql/parser.h"
 #include "sampler/hpc_job_map.h"
 #include "sampler/sampler.h"
+#include "store/series_set.h"
+#include "store/tsdb.h"
 
 namespace gpuscope::cli {
 namespace {
@@ -26,6 +32,10 @@ constexpr auto kMinInterval = std::chrono::milliseconds(100);
 constexpr auto kMaxInterval = std::chrono::seconds(60);
 // SIGTERM must end the agent within 1 s; a sampler stuck in a driver call gets this long to return.
 constexpr auto kStopGrace = std::chrono::milliseconds(600);
+
+std::int64_t unix_ms_now() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 // Loads the collectors file, logging the lines it skips.
 std::expected<std::shared_ptr<const exporter::MetricSet>, std::string> load_set(const ServeOptions& o,
@@ -40,6 +50,17 @@ std::expected<std::shared_ptr<const exporter::MetricSet>, std::string> load_set(
 
 }  // namespace
 
+std::string default_data_dir() {
+  if (geteuid() == 0) return std::string(store::kDefaultDataDir);
+  if (const char* state = std::getenv("XDG_STATE_HOME"); state != nullptr && *state == '/') {
+    return std::string(state) + "/gpuscope";
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    return std::string(home) + "/.local/state/gpuscope";
+  }
+  return std::string(store::kDefaultDataDir);
+}
+
 std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::string> args) {
   auto app = make_verb_app(
       "serve",
@@ -47,6 +68,9 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
       "  /metrics       Prometheus text (OpenMetrics when asked), dcgm-exporter's metric names and labels\n"
       "  /healthz       200 while readings are fresh (also /health, dcgm-exporter's path)\n"
       "  /api/v1/gpus   GPUs and their latest values as JSON\n"
+      "  /api/v1/query, /api/v1/query_range, /api/v1/series, /api/v1/labels, /api/v1/label/NAME/values\n"
+      "                 PromQL over the recorded history, Prometheus's HTTP API (Grafana can use it as a\n"
+      "                 Prometheus data source)\n"
       "It listens on 127.0.0.1:9400 by default; --listen :9400 listens on every interface (what Prometheus on\n"
       "another host needs). SIGTERM/SIGINT stop it; SIGHUP reloads --collectors (a bad file keeps the old one).\n"
       "Logs go to stderr in logfmt.",
@@ -57,6 +81,8 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
   std::string listen = "127.0.0.1:9400", interval = "1s", hostname_label = "Hostname", log_level = "info";
   std::string max_processes = "64", max_connections = "256", http_timeout = "10s", counter_interval = "10s";
   bool no_hostname = false;
+  bool no_history = false;
+  std::string retention = "15d", flush_interval = "60s", query_timeout = "2m";
   app->add_option("--listen", listen, "address and port to listen on (default 127.0.0.1:9400; ':9400' for all)")
       ->type_name("ADDR:PORT");
   app->add_option("--interval", interval, "time between GPU readings, 100ms to 60s (default 1s)")
@@ -85,7 +111,34 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
   app->add_option("--http-timeout", http_timeout,
                   "a request's headers must arrive within this; also the keep-alive idle limit (default 10s)")
       ->type_name("DURATION");
+  app->add_option("--data-dir", o.data_dir,
+                  "where the history is kept (created if missing; default /var/lib/gpuscope for root, else "
+                  "~/.local/state/gpuscope)")
+      ->type_name("DIR");
+  app->add_option("--retention", retention, "how long history is kept (default 15d)")->type_name("DURATION");
+  app->add_option("--flush-interval", flush_interval,
+                  "how often history is written to disk, 1s to 10m; at most this much is lost to a crash (default 60s)")
+      ->type_name("DURATION");
+  app->add_option("--query-timeout", query_timeout, "longest a PromQL query may run (default 2m)")->type_name("DURATION");
+  app->add_flag("--no-history", no_history, "record no history (no data directory; the query API answers from nothing)");
   if (auto parsed = parse_arguments(*app, args); !parsed) return std::unexpected(parsed.error());
+  o.history = !no_history;
+  if (o.data_dir.empty()) o.data_dir = default_data_dir();
+  auto ret = promql::parse_duration(retention);  // PromQL's durations: 15d and 2w work too
+  if (!ret || *ret < 60 * 1000) {
+    return std::unexpected(usage(fmt::format("invalid value '{}' for --retention (at least 1m, e.g. 15d, 36h)", retention)));
+  }
+  o.retention = std::chrono::milliseconds(*ret);
+  auto fi = parse_duration(flush_interval);
+  if (!fi || *fi < std::chrono::seconds(1) || *fi > std::chrono::minutes(10)) {
+    return std::unexpected(usage(fmt::format("invalid value '{}' for --flush-interval (1s to 10m)", flush_interval)));
+  }
+  o.flush_interval = std::chrono::duration_cast<std::chrono::milliseconds>(*fi);
+  auto qt = parse_duration(query_timeout);
+  if (!qt || *qt < std::chrono::milliseconds(100) || *qt > std::chrono::hours(1)) {
+    return std::unexpected(usage(fmt::format("invalid value '{}' for --query-timeout (100ms to 1h)", query_timeout)));
+  }
+  o.query_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*qt);
 
   auto address = http::parse_listen_address(listen);
   if (!address) return std::unexpected(usage(fmt::format("{} in --listen", address.error())));
@@ -210,17 +263,53 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
     }
     return snapshot;
   };
-  sampler::Sampler sampler(read, o.interval);
+  // History: opened before the first reading, so a bad data directory stops the agent at start.
+  std::unique_ptr<store::Tsdb> tsdb;
+  std::optional<HistoryRecorder> recorder;
+  store::SeriesSet no_history;
+  if (o.history) {
+    store::TsdbOptions so;
+    so.data_dir = o.data_dir;
+    so.retention_ms = o.retention.count();
+    so.flush_interval_ms = o.flush_interval.count();
+    so.warn = [&log](std::string_view what) { log.warn("history: damaged chunk skipped", {{"detail", std::string(what)}}); };
+    auto opened_store = store::Tsdb::open(std::move(so), unix_ms_now());
+    if (!opened_store) {
+      inv.err << "gpuscope: --data-dir " << o.data_dir << ": " << opened_store.error() << '\n';
+      return kExitRuntime;
+    }
+    tsdb = std::move(*opened_store);
+    recorder.emplace(*tsdb, backend.gpus(), system, o.metrics, log);
+    recorder->set_metric_set(*set);
+    log.info("history", {{"data_dir", o.data_dir},
+                         {"series", std::to_string(tsdb->stats().head.series)},
+                         {"retention", fmt::format("{}h", o.retention.count() / 3600000.0)}});
+  }
+  auto read_and_record = [&] {
+    auto snapshot = read();
+    if (recorder) recorder->record(snapshot);
+    return snapshot;
+  };
+  sampler::Sampler sampler(read_and_record, o.interval);
   http::AgentRoutes routes(sampler, backend.gpus(), system, o.metrics, GPUSCOPE_VERSION);
   routes.set_metric_set(*set);
+  http::QueryApiOptions api_options;
+  api_options.engine.timeout = o.query_timeout;
+  api_options.version = GPUSCOPE_VERSION;
+  const store::Queryable& history = tsdb ? static_cast<const store::Queryable&>(*tsdb) : no_history;
+  http::QueryApi api(history, api_options, unix_ms_now);
 
   http::HttpServerOptions http_options;
   http_options.host = o.host;
   http_options.port = o.port;
   http_options.max_connections = o.max_connections;
   http_options.header_timeout = o.http_timeout;
-  auto server = http::HttpServer::start(http_options, [&routes](const http::HttpRequest& r) { return routes.handle(r); },
-                                        log);
+  auto server = http::HttpServer::start(
+      http_options,
+      [&routes, &api](const http::HttpRequest& r) {
+        return http::QueryApi::handles(r.path()) ? api.handle(r) : routes.handle(r);
+      },
+      log);
   if (!server) {
     inv.err << "gpuscope: " << server.error() << '\n';
     return kExitRuntime;
@@ -249,6 +338,7 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
       }
       if (auto reloaded = load_set(o, log); reloaded) {
         routes.set_metric_set(*reloaded);
+        if (recorder) recorder->set_metric_set(*reloaded);
       } else {
         routes.reload_failed();
         log.error("collectors file reload failed; keeping the previous one", {{"err", reloaded.error()}});
@@ -265,6 +355,10 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
       std::_Exit(kExitOk);
     }
     sampler.stop();
+  }
+  if (tsdb) {
+    // What is in memory goes to disk on a clean stop; a kill -9 loses at most one flush interval.
+    if (auto flushed = tsdb->flush(unix_ms_now()); !flushed) log.error("history: final flush failed", {{"err", flushed.error()}});
   }
   log.info("stopped");
   return kExitOk;

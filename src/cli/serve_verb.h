@@ -25,7 +25,18 @@ struct ServeOptions {
   log::Level log_level = log::Level::kInfo;
   unsigned max_connections = 256;
   std::chrono::seconds http_timeout{10};
+  // History: the exported series recorded under data_dir, kept for `retention`, written every
+  // `flush_interval` (at most that much is lost to a kill -9).
+  bool history = true;
+  std::string data_dir;  // default_data_dir() when not given
+  std::chrono::milliseconds retention = std::chrono::hours(24 * 15);
+  std::chrono::milliseconds flush_interval = std::chrono::seconds(60);
+  std::chrono::milliseconds query_timeout = std::chrono::minutes(2);
 };
+
+// /var/lib/gpuscope for root (what the systemd unit uses); $XDG_STATE_HOME/gpuscope or
+// ~/.local/state/gpuscope for a user running the agent on a workstation.
+std::string default_data_dir();
 
 std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::string> args);
 

@@ -60,6 +60,7 @@ void append_value(std::string& out, double value) {
 }
 
 void ExpositionWriter::family(std::string_view name, model::MetricType type, std::string_view help) {
+  if (sink_ != nullptr) return;
   std::string_view family_name = name;
   std::string_view type_name = type == model::MetricType::kCounter ? "counter" : "gauge";
   if (format_ == ExpositionFormat::kOpenMetrics && type == model::MetricType::kCounter) {
@@ -94,6 +95,10 @@ void ExpositionWriter::family(std::string_view name, model::MetricType type, std
 }
 
 void ExpositionWriter::sample(std::string_view name, std::string_view labels, double value, std::string_view extra) {
+  if (sink_ != nullptr) {
+    sink_->sample(name, labels, extra, value);
+    return;
+  }
   out_.append(name);
   if (!labels.empty() || !extra.empty()) {
     out_.push_back('{');
@@ -108,7 +113,37 @@ void ExpositionWriter::sample(std::string_view name, std::string_view labels, do
 }
 
 void ExpositionWriter::finish() {
+  if (sink_ != nullptr) return;
   if (format_ == ExpositionFormat::kOpenMetrics) out_.append("# EOF\n");
+}
+
+bool parse_label_text(std::string_view text, std::vector<std::pair<std::string, std::string>>& out) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto eq = text.find("=\"", i);
+    if (eq == std::string_view::npos || eq == i) return false;
+    std::string name(text.substr(i, eq - i));
+    std::string value;
+    std::size_t j = eq + 2;
+    for (;; ++j) {
+      if (j >= text.size()) return false;
+      const char c = text[j];
+      if (c == '"') break;
+      if (c == '\\') {
+        if (++j >= text.size()) return false;
+        value.push_back(text[j] == 'n' ? '\n' : text[j]);
+      } else {
+        value.push_back(c);
+      }
+    }
+    out.emplace_back(std::move(name), std::move(value));
+    i = j + 1;
+    if (i < text.size()) {
+      if (text[i] != ',') return false;
+      ++i;
+    }
+  }
+  return true;
 }
 
 }  // namespace gpuscope::exporter

@@ -4,6 +4,8 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "model/field_catalog.h"
 
@@ -29,9 +31,19 @@ class LabelSet {
   std::string text_;
 };
 
+// Takes the samples a writer would print, as values: how the agent's history records exactly the
+// series /metrics shows. `labels` and `extra` are LabelSet texts (see parse_label_text).
+class SampleSink {
+ public:
+  virtual ~SampleSink() = default;
+  virtual void sample(std::string_view name, std::string_view labels, std::string_view extra, double value) = 0;
+};
+
 class ExpositionWriter {
  public:
   ExpositionWriter(ExpositionFormat format, std::string& out) : format_(format), out_(out) {}
+  // Hands every sample to `sink` instead of writing text.
+  explicit ExpositionWriter(SampleSink& sink) : format_(ExpositionFormat::kPrometheusText), out_(unused_), sink_(&sink) {}
 
   // Starts a family whose samples are named `name`. In OpenMetrics a counter's family drops the
   // `_total` its samples carry; a counter whose name lacks `_total` (DCGM's, kept for drop-in
@@ -44,8 +56,14 @@ class ExpositionWriter {
 
  private:
   ExpositionFormat format_;
+  std::string unused_;
   std::string& out_;
+  SampleSink* sink_ = nullptr;
 };
+
+// A LabelSet text back into (name, value) pairs, unescaped; appended to `out`. False when the text
+// is not one LabelSet wrote.
+bool parse_label_text(std::string_view text, std::vector<std::pair<std::string, std::string>>& out);
 
 // A sample value: integers without a fraction, others in shortest round-trip form; NaN, +Inf, -Inf.
 void append_value(std::string& out, double value);

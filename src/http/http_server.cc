@@ -191,10 +191,29 @@ std::optional<std::string_view> HttpRequest::header(const char* name) const {
 }
 
 std::optional<std::string_view> HttpRequest::query(const char* name) const {
-  if (connection_ == nullptr) return std::nullopt;
+  if (connection_ == nullptr) {
+    for (const auto& [k, v] : query_) {
+      if (k == name) return std::string_view(v);
+    }
+    return std::nullopt;
+  }
   const char* v = MHD_lookup_connection_value(static_cast<MHD_Connection*>(connection_), MHD_GET_ARGUMENT_KIND, name);
   if (v == nullptr) return std::nullopt;
   return std::string_view(v);
+}
+
+std::vector<std::pair<std::string, std::string>> HttpRequest::query_arguments() const {
+  if (connection_ == nullptr) return query_;
+  std::vector<std::pair<std::string, std::string>> out;
+  MHD_get_connection_values(
+      static_cast<MHD_Connection*>(connection_), MHD_GET_ARGUMENT_KIND,
+      [](void* cls, MHD_ValueKind, const char* key, const char* value) -> MHD_Result {
+        static_cast<std::vector<std::pair<std::string, std::string>>*>(cls)->emplace_back(key != nullptr ? key : "",
+                                                                                           value != nullptr ? value : "");
+        return MHD_YES;
+      },
+      &out);
+  return out;
 }
 
 std::expected<std::pair<std::string, std::uint16_t>, std::string> parse_listen_address(std::string_view text) {

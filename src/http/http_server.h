@@ -25,8 +25,9 @@ class HttpRequest {
       : connection_(connection), method_(method), path_(path), body_(body) {}
   // A request built by hand (tests, in-process callers), with its headers.
   HttpRequest(std::string_view method, std::string_view path,
-              std::vector<std::pair<std::string, std::string>> headers = {})
-      : method_(method), path_(path), headers_(std::move(headers)) {}
+              std::vector<std::pair<std::string, std::string>> headers = {},
+              std::vector<std::pair<std::string, std::string>> query_arguments = {}, std::string_view body = {})
+      : method_(method), path_(path), body_(body), headers_(std::move(headers)), query_(std::move(query_arguments)) {}
 
   std::string_view method() const { return method_; }
   std::string_view path() const { return path_; }
@@ -35,11 +36,14 @@ class HttpRequest {
   std::optional<std::string_view> header(const char* name) const;
   // A URL query argument (decoded), or nullopt.
   std::optional<std::string_view> query(const char* name) const;
+  // Every URL query argument (decoded) in order, repeated names included (match[]=a&match[]=b).
+  std::vector<std::pair<std::string, std::string>> query_arguments() const;
 
  private:
   void* connection_ = nullptr;
   std::string_view method_, path_, body_;
   std::vector<std::pair<std::string, std::string>> headers_;
+  std::vector<std::pair<std::string, std::string>> query_;
 };
 
 struct HttpResponse {

@@ -82,6 +82,20 @@ void append_escaped(std::string& out, std::string_view v) {
 }
 }  // namespace
 
+bool is_valid_label_name(std::string_view name) {
+  if (name.empty()) return false;
+  for (std::size_t i = 0; i < name.size();) {
+    const auto c = static_cast<unsigned char>(name[i]);
+    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    if (len == 0 || i + len > name.size()) return false;
+    for (std::size_t k = 1; k < len; ++k) {
+      if ((static_cast<unsigned char>(name[i + k]) & 0xc0) != 0x80) return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
 std::string Labels::to_string() const {
   std::string out(metric_name());
   out += '{';

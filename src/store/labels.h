@@ -57,6 +57,9 @@ class Labels {
   std::vector<Label> items_;
 };
 
+// Prometheus 3 accepts any non-empty valid UTF-8 as a label name.
+bool is_valid_label_name(std::string_view name);
+
 struct LabelsHash {
   std::size_t operator()(const Labels& l) const { return l.hash(); }
 };

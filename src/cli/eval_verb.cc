@@ -1,0 +1,229 @@
+#include "cli/eval_verb.h"
+
+#include <curl/curl.h>
+
+#include <chrono>
+#include <filesystem>
+#include <ostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "http/query_api.h"
+#include "promql/engine.h"
+#include "store/tsdb.h"
+
+namespace gpuscope::cli {
+namespace {
+
+std::int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// "now", "now-1h", Unix seconds or RFC 3339.
+std::expected<std::int64_t, std::string> parse_time(std::string_view text, std::int64_t now_ms) {
+  if (text == "now") return now_ms;
+  if (text.starts_with("now-")) {
+    auto d = http::parse_api_duration(text.substr(4));
+    if (!d) return std::unexpected(d.error());
+    return now_ms - *d;
+  }
+  return http::parse_api_time(text);
+}
+
+std::size_t collect(char* data, std::size_t size, std::size_t n, void* out) {
+  static_cast<std::string*>(out)->append(data, size * n);
+  return size * n;
+}
+
+// GETs `url`; the body (Prometheus's JSON, success or error) or a one-line transport error.
+std::expected<std::string, std::string> http_get(const std::string& url) {
+  CURL* curl = curl_easy_init();
+  if (curl == nullptr) return std::unexpected("cannot initialize libcurl");
+  std::string body;
+  char error[CURL_ERROR_SIZE] = {0};
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT, 300L);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  const CURLcode rc = curl_easy_perform(curl);
+  curl_easy_cleanup(curl);
+  if (rc != CURLE_OK) return std::unexpected(fmt::format("{}: {}", url, *error != '\0' ? error : curl_easy_strerror(rc)));
+  return body;
+}
+
+std::string escape(const std::string& s) {
+  CURL* curl = curl_easy_init();
+  char* e = curl_easy_escape(curl, s.c_str(), static_cast<int>(s.size()));
+  std::string out = e != nullptr ? e : "";
+  curl_free(e);
+  curl_easy_cleanup(curl);
+  return out;
+}
+
+std::string metric_text(const nlohmann::json& metric) {
+  std::string name, labels;
+  for (const auto& [k, v] : metric.items()) {
+    if (k == "__name__") {
+      name = v.get<std::string>();
+      continue;
+    }
+    if (!labels.empty()) labels += ", ";
+    labels += fmt::format("{}=\"{}\"", k, v.get<std::string>());
+  }
+  return name + "{" + labels + "}";
+}
+
+std::string point_text(const nlohmann::json& p) {
+  return fmt::format("{} @[{:.3f}]", p[1].get<std::string>(), p[0].get<double>());
+}
+
+// promtool's query output: `metric{labels} => value @[time]`; a range query lists each series' points.
+int print_table(const nlohmann::json& body, const Invocation& inv) {
+  const auto& data = body.at("data");
+  const std::string type = data.at("resultType");
+  const auto& result = data.at("result");
+  if (type == "scalar" || type == "string") {
+    inv.out << type << ": " << point_text(result) << '\n';
+  } else if (type == "vector") {
+    for (const auto& s : result) inv.out << metric_text(s.at("metric")) << " => " << point_text(s.at("value")) << '\n';
+  } else {
+    for (const auto& s : result) {
+      inv.out << metric_text(s.at("metric")) << " =>\n";
+      for (const auto& p : s.at("values")) inv.out << point_text(p) << '\n';
+    }
+  }
+  if (body.contains("warnings")) {
+    for (const auto& w : body["warnings"]) inv.err << "gpuscope: warning: " << w.get<std::string>() << '\n';
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+std::expected<EvalOptions, ParseExit> parse_eval_args(std::span<const std::string> args, std::int64_t now_ms) {
+  auto app = make_verb_app(
+      "eval",
+      "Evaluate a PromQL expression over the agent's history: against a running agent (--url) or a data\n"
+      "directory read directly (--data-dir; the agent may keep running). An instant query at --time (default\n"
+      "now), or a range query with --start, --end and --step. Times: Unix seconds, RFC 3339, now or now-DURATION.",
+      "  gpuscope eval 'avg_over_time(DCGM_FI_DEV_GPU_UTIL[10m]) < 5' --url http://127.0.0.1:9400\n"
+      "  gpuscope eval 'max by (gpu) (DCGM_FI_DEV_GPU_TEMP)' --data-dir /var/lib/gpuscope --start now-1h --end now --step 1m");
+  EvalOptions o;
+  std::string time, start, end, step, format = "table";
+  app->add_option("expr", o.expr, "the PromQL expression")->required();
+  app->add_option("--time", time, "instant query at this time (default now)")->type_name("TIME");
+  app->add_option("--start", start, "range query start")->type_name("TIME");
+  app->add_option("--end", end, "range query end")->type_name("TIME");
+  app->add_option("--step", step, "range query step (e.g. 15s, 1m)")->type_name("DURATION");
+  app->add_option("--format", format, "table (default; promtool's layout) or json (Prometheus's API JSON)")
+      ->type_name("FORMAT");
+  app->add_option("--url", o.url, "a running agent, e.g. http://127.0.0.1:9400 (or any Prometheus)")->type_name("URL");
+  app->add_option("--data-dir", o.data_dir, "read this data directory instead of asking an agent")->type_name("DIR");
+  if (auto parsed = parse_arguments(*app, args); !parsed) return std::unexpected(parsed.error());
+  if (!is_one_of(format, {"table", "json"})) {
+    return std::unexpected(usage(fmt::format("invalid value '{}' for --format (table or json)", format)));
+  }
+  o.json = format == "json";
+  if (o.url.empty() == o.data_dir.empty()) return std::unexpected(usage("eval needs exactly one of --url and --data-dir"));
+  const bool range = !start.empty() || !end.empty() || !step.empty();
+  if (range) {
+    if (!time.empty()) return std::unexpected(usage("--time is for an instant query; a range query takes --start, --end and --step"));
+    if (start.empty() || end.empty() || step.empty()) {
+      return std::unexpected(usage("a range query needs all of --start, --end and --step"));
+    }
+    const std::string* values[] = {&start, &end};
+    const char* names[] = {"--start", "--end"};
+    std::optional<std::int64_t>* targets[] = {&o.start_ms, &o.end_ms};
+    for (int i = 0; i < 2; ++i) {
+      auto t = parse_time(*values[i], now_ms);
+      if (!t) return std::unexpected(usage(fmt::format("invalid value '{}' for {}: {}", *values[i], names[i], t.error())));
+      *targets[i] = *t;
+    }
+    auto s = http::parse_api_duration(step);
+    if (!s || *s <= 0) return std::unexpected(usage(fmt::format("invalid value '{}' for --step (e.g. 15s, 1m)", step)));
+    o.step_ms = *s;
+    if (*o.end_ms < *o.start_ms) return std::unexpected(usage("--end is before --start"));
+  } else if (!time.empty()) {
+    auto t = parse_time(time, now_ms);
+    if (!t) return std::unexpected(usage(fmt::format("invalid value '{}' for --time: {}", time, t.error())));
+    o.time_ms = *t;
+  }
+  return o;
+}
+
+int run_eval(std::span<const std::string> args, const Invocation& inv) {
+  const std::int64_t now = unix_ms();
+  auto options = parse_eval_args(args, now);
+  if (!options) return finish(options.error(), inv);
+  const auto& o = *options;
+  const bool range = o.step_ms.has_value();
+  const auto secs = [](std::int64_t ms) { return fmt::format("{:.3f}", static_cast<double>(ms) / 1000.0); };
+
+  std::string body;
+  if (!o.url.empty()) {
+    std::string url = o.url;
+    while (url.ends_with('/')) url.pop_back();
+    if (range) {
+      url += fmt::format("/api/v1/query_range?query={}&start={}&end={}&step={}", escape(o.expr), secs(*o.start_ms),
+                         secs(*o.end_ms), secs(*o.step_ms));
+    } else {
+      url += fmt::format("/api/v1/query?query={}&time={}", escape(o.expr), secs(o.time_ms.value_or(now)));
+    }
+    auto got = http_get(url);
+    if (!got) {
+      inv.err << "gpuscope: " << got.error() << '\n';
+      return kExitRuntime;
+    }
+    body = std::move(*got);
+  } else {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(o.data_dir, ec)) {
+      inv.err << "gpuscope: --data-dir " << o.data_dir << ": not a directory\n";
+      return kExitUsage;
+    }
+    store::TsdbOptions so;
+    so.data_dir = o.data_dir;
+    so.warn = [&inv](std::string_view what) { inv.err << "gpuscope: warning: damaged chunk skipped: " << what << '\n'; };
+    // Reading must not shorten the agent's history: retention is the agent's business.
+    so.retention_ms = std::numeric_limits<std::int64_t>::max() / 4;
+    auto tsdb = store::Tsdb::open(std::move(so), now);
+    if (!tsdb) {
+      inv.err << "gpuscope: --data-dir " << o.data_dir << ": " << tsdb.error() << '\n';
+      return kExitRuntime;
+    }
+    promql::Engine engine;
+    auto result = range ? engine.range(**tsdb, o.expr, *o.start_ms, *o.end_ms, *o.step_ms)
+                        : engine.instant(**tsdb, o.expr, o.time_ms.value_or(now));
+    if (!result) {
+      inv.err << "gpuscope: " << result.error().message << '\n';
+      return result.error().kind == promql::QueryError::Kind::kBadData ? kExitUsage : kExitRuntime;
+    }
+    body = http::render_query_result(*result);
+  }
+
+  auto json = nlohmann::json::parse(body, nullptr, false);
+  if (json.is_discarded() || !json.is_object() || !json.contains("status")) {
+    inv.err << "gpuscope: the answer is not Prometheus API JSON: " << body.substr(0, 200) << '\n';
+    return kExitRuntime;
+  }
+  if (json["status"] != "success") {
+    inv.err << "gpuscope: " << json.value("errorType", "error") << ": " << json.value("error", "") << '\n';
+    return json.value("errorType", "") == "bad_data" ? kExitUsage : kExitRuntime;
+  }
+  if (o.json) {
+    inv.out << body << '\n';
+    return kExitOk;
+  }
+  try {
+    return print_table(json, inv);
+  } catch (const nlohmann::json::exception& e) {
+    inv.err << "gpuscope: unexpected API JSON: " << e.what() << '\n';
+    return kExitRuntime;
+  }
+}
+
+}  // namespace gpuscope::cli

@@ -1,0 +1,27 @@
+// `gpuscope eval`: a PromQL query, instant or over a range, against a running agent's query API
+// (--url) or a data directory read offline (--data-dir), printed as a table or Prometheus's JSON.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "cli/invocation.h"
+
+namespace gpuscope::cli {
+
+struct EvalOptions {
+  std::string expr;
+  std::optional<std::int64_t> time_ms;  // instant query at this time (default: now)
+  std::optional<std::int64_t> start_ms, end_ms, step_ms;  // range query when all three are set
+  bool json = false;
+  std::string url;       // query this agent's HTTP API
+  std::string data_dir;  // or read this data directory
+};
+
+std::expected<EvalOptions, ParseExit> parse_eval_args(std::span<const std::string> args, std::int64_t now_ms);
+int run_eval(std::span<const std::string> args, const Invocation& inv);
+
+}  // namespace gpuscope::cli

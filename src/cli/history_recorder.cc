@@ -1,0 +1,71 @@
+#include "cli/history_recorder.h"
+
+#include <chrono>
+#include <string>
+#include <utility>
+
+#include "export/exposition_writer.h"
+
+namespace gpuscope::cli {
+namespace {
+
+class LabeledValueSink : public exporter::SampleSink {
+ public:
+  explicit LabeledValueSink(std::vector<store::LabeledValue>& out) : out_(out) {}
+  void sample(std::string_view name, std::string_view labels, std::string_view extra, double value) override {
+    pairs_.clear();
+    pairs_.emplace_back(std::string(store::kMetricNameLabel), std::string(name));
+    bool ok = exporter::parse_label_text(labels, pairs_) && exporter::parse_label_text(extra, pairs_);
+    if (!ok) return;  // cannot happen for text LabelSet wrote; never record a half-parsed series
+    std::vector<store::Label> ls;
+    ls.reserve(pairs_.size());
+    for (auto& [n, v] : pairs_) ls.push_back({std::move(n), std::move(v)});
+    out_.push_back({store::Labels(std::move(ls)), value});
+  }
+
+ private:
+  std::vector<store::LabeledValue>& out_;
+  std::vector<std::pair<std::string, std::string>> pairs_;
+};
+
+}  // namespace
+
+HistoryRecorder::HistoryRecorder(store::Tsdb& tsdb, std::vector<model::GpuInfo> gpus, model::SystemInfo system,
+                                 exporter::GpuMetricsOptions options, log::Logger& log)
+    : tsdb_(tsdb), gpus_(std::move(gpus)), system_(std::move(system)), options_(options), log_(log) {}
+
+void HistoryRecorder::record(const model::Snapshot& snapshot) {
+  auto set = set_.load();
+  if (!set) return;
+  values_.clear();
+  LabeledValueSink sink(values_);
+  exporter::ExpositionWriter writer(sink);
+  exporter::write_gpu_metrics(writer, snapshot, gpus_, system_, *set, options_);
+  const auto t_ms = std::chrono::duration_cast<std::chrono::milliseconds>(snapshot.time.time_since_epoch()).count();
+  const auto result = tsdb_.append_reading(t_ms, values_);
+  // Logged when appends start or stop failing (a clock stepped back), not per reading.
+  const bool failing = result.rejected > 0;
+  if (failing != append_failing_) {
+    append_failing_ = failing;
+    if (failing) {
+      log_.warn("history: samples rejected (did the clock step back?)",
+                {{"rejected", std::to_string(result.rejected)}, {"err", result.first_error}});
+    } else {
+      log_.info("history: samples accepted again");
+    }
+  }
+  const auto now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  auto flushed = tsdb_.flush_if_due(now_ms);
+  if (flushed.has_value() == flush_failing_) {
+    flush_failing_ = !flushed.has_value();
+    if (flush_failing_) {
+      log_.error("history: writing to the data directory failed; samples stay in memory and the next flush retries",
+                 {{"err", flushed.error()}});
+    } else {
+      log_.info("history: writing to the data directory works again");
+    }
+  }
+}
+
+}  // namespace gpuscope::cli

@@ -1,0 +1,41 @@
+// HistoryRecorder: at every reading, the series /metrics shows (the GPU families, as the exporter
+// writes them) appended to the agent's store, so queries see what a Prometheus scraping it would.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "export/gpu_metrics.h"
+#include "export/metric_set.h"
+#include "log/logger.h"
+#include "model/gpu_info.h"
+#include "model/snapshot.h"
+#include "store/tsdb.h"
+
+namespace gpuscope::cli {
+
+class HistoryRecorder {
+ public:
+  HistoryRecorder(store::Tsdb& tsdb, std::vector<model::GpuInfo> gpus, model::SystemInfo system,
+                  exporter::GpuMetricsOptions options, log::Logger& log);
+
+  // The metric set to record from the next reading on (set at start and on each collectors reload).
+  void set_metric_set(std::shared_ptr<const exporter::MetricSet> set) { set_.store(std::move(set)); }
+  // Appends one reading (on the sampler thread) and flushes when a flush is due.
+  void record(const model::Snapshot& snapshot);
+
+ private:
+  store::Tsdb& tsdb_;
+  const std::vector<model::GpuInfo> gpus_;
+  const model::SystemInfo system_;
+  const exporter::GpuMetricsOptions options_;
+  log::Logger& log_;
+  std::atomic<std::shared_ptr<const exporter::MetricSet>> set_;
+  std::vector<store::LabeledValue> values_;  // reused between readings
+  bool append_failing_ = false;
+  bool flush_failing_ = false;
+};
+
+}  // namespace gpuscope::cli

@@ -1,0 +1,109 @@
+#include "cli/trace_verb.h"
+
+#include <unistd.h>
+
+#include <iostream>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "export/machine_value.h"
+#include "trace/progress_meter.h"
+#include "trace/trace_report_json.h"
+#include "trace/trace_report_text.h"
+
+namespace gpuscope::cli {
+namespace {
+
+// Below this the whole read takes about a second: a progress bar would only flicker.
+constexpr std::uint64_t kProgressMinBytes = 256ull << 20;
+
+}  // namespace
+
+std::expected<TraceOptions, ParseExit> parse_trace_args(std::span<const std::string> args) {
+  auto app = make_verb_app(
+      "trace",
+      "Analyse PyTorch profiler (Kineto) traces: GPU busy and idle time and why it idles (host wait, kernel wait,\n"
+      "other, per stream as HTA defines them), computation/communication/memory time, top kernels, transfer\n"
+      "bandwidth, launch overhead, communication overlap, data loading, and a verdict with the usual fix.\n"
+      "PATH is a .json or .json.gz trace, or a directory of per-rank traces (a table across ranks and the straggler).\n"
+      "No GPU or NVML is needed. Exit 1 when a trace cannot be read (the error names the byte offset).",
+      "  gpuscope trace trace.json.gz\n  gpuscope trace ./traces/ --rank 3 --top 20\n  gpuscope trace big.json --format json --lenient");
+  TraceOptions options;
+  std::string format = "text";
+  std::string top = "10";
+  std::string rank;
+  std::string kernel_wait = "30";
+  app->add_option("path", options.path, "trace file (.json, .json.gz) or directory of per-rank traces")
+      ->type_name("PATH")
+      ->required();
+  app->add_option("--format", format, "text (default) or json (seconds, bytes, ratios; units in the names)")->type_name("FORMAT");
+  app->add_option("--top", top, "how many kernels to list (default 10)")->type_name("N");
+  app->add_option("--rank", rank, "only this rank (from distributedInfo, or rank-N in the file name)")->type_name("R");
+  app->add_flag("--lenient", options.analysis.lenient,
+                "skip unreadable events, garbage and a truncated end, and report how much was skipped");
+  app->add_flag("--python-functions", options.analysis.python_functions,
+                "also read python_function events (skipped by default) and list the slowest");
+  app->add_option("--dataloader-pattern", options.analysis.data_loading_pattern,
+                  "regex for data-loading annotations (default DataLoader)")
+      ->type_name("REGEX");
+  app->add_option("--kernel-wait-us", kernel_wait, "idle gaps shorter than this are kernel wait (default 30, as HTA)")
+      ->type_name("US");
+  app->add_flag("--detail", options.detail, "with several ranks, print every rank's full report after the table");
+  if (auto parsed = parse_arguments(*app, args); !parsed) return std::unexpected(parsed.error());
+
+  if (!is_one_of(format, {"text", "json"})) {
+    return std::unexpected(usage(fmt::format("unknown format '{}' in --format (text or json)", format)));
+  }
+  options.json = format == "json";
+  auto n = positive_integer(top);
+  if (!n || *n > 100000) return std::unexpected(usage(fmt::format("invalid value '{}' for --top (a count > 0)", top)));
+  options.analysis.analysis.top = static_cast<std::size_t>(*n);
+  if (app->count("--rank") > 0) {
+    auto r = positive_integer(rank == "0" ? "1" : rank);
+    if (!r) return std::unexpected(usage(fmt::format("invalid value '{}' for --rank (a rank number >= 0)", rank)));
+    options.analysis.rank = rank == "0" ? 0 : *r;
+  }
+  auto us = positive_integer(kernel_wait);
+  if (!us || *us > 1'000'000'000) {
+    return std::unexpected(usage(fmt::format("invalid value '{}' for --kernel-wait-us (microseconds > 0)", kernel_wait)));
+  }
+  options.analysis.analysis.kernel_wait_threshold_ns = *us * 1000;
+  try {
+    std::regex check(options.analysis.data_loading_pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    return std::unexpected(
+        usage(fmt::format("invalid regex '{}' for --dataloader-pattern: {}", options.analysis.data_loading_pattern, e.what())));
+  }
+  return options;
+}
+
+int run_trace(std::span<const std::string> args, const Invocation& inv) {
+  auto options = parse_trace_args(args);
+  if (!options) return finish(options.error(), inv);
+
+  // The bar goes only to a real terminal, never into a captured stream or a log file.
+  std::optional<trace::ProgressMeter> meter;
+  if (&inv.err == &std::cerr && ::isatty(STDERR_FILENO) == 1) {
+    meter.emplace(inv.err);
+    options->analysis.progress = [&meter](std::uint64_t done, std::uint64_t total) {
+      if (total >= kProgressMinBytes) meter->update(done, total);
+    };
+  }
+  auto report = trace::analyze_traces(options->path, options->analysis);
+  if (meter) meter->finish();
+  if (!report) {
+    inv.err << "gpuscope: " << report.error().what() << '\n';
+    inv.err.flush();
+    return report.error().kind == trace::TraceErrorKind::kNoSuchRank ? kExitUsage : kExitRuntime;
+  }
+  if (options->json) {
+    inv.out << exporter::json_line(trace::trace_report_json(*report)) << '\n';
+  } else {
+    inv.out << trace::trace_report_text(*report, trace::TextReportOptions{.all_ranks_in_detail = options->detail});
+  }
+  inv.out.flush();
+  return inv.out ? kExitOk : kExitRuntime;
+}
+
+}  // namespace gpuscope::cli

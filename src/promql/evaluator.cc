@@ -1,0 +1,435 @@
+#include "promql/evaluator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "promql/functions.h"
+
+namespace gpuscope::promql {
+
+using store::Labels;
+
+Evaluator::Evaluator(const store::Queryable& data, const EngineOptions& options, std::int64_t start_ms,
+                     std::int64_t end_ms, std::int64_t interval_ms)
+    : data_(data),
+      options_(options),
+      start_(start_ms),
+      end_(end_ms),
+      interval_(interval_ms > 0 ? interval_ms : 1),
+      deadline_(std::chrono::steady_clock::now() + options.timeout) {}
+
+void Evaluator::fail(std::string message, QueryError::Kind kind) { throw EvalFailure{{kind, std::move(message)}}; }
+
+void Evaluator::count_samples(std::size_t n) {
+  samples_loaded_ += n;
+  if (samples_loaded_ > options_.max_samples) {
+    fail("query processing would load too many samples into memory in query execution");
+  }
+}
+
+void Evaluator::check_deadline() {
+  if (++deadline_checks_ % 64 == 0 && std::chrono::steady_clock::now() > deadline_) {
+    fail("query timed out in query execution", QueryError::Kind::kTimeout);
+  }
+}
+
+std::int64_t Evaluator::reference_time(const AtModifier& at, std::int64_t offset_ms, std::int64_t step_t) const {
+  switch (at.kind) {
+    case AtModifier::Kind::kTime: return at.t_ms - offset_ms;
+    case AtModifier::Kind::kStart: return start_ - offset_ms;
+    case AtModifier::Kind::kEnd: return end_ - offset_ms;
+    case AtModifier::Kind::kNone: break;
+  }
+  return step_t - offset_ms;
+}
+
+std::vector<store::SeriesSamples> Evaluator::select(const VectorSelector& vs, std::int64_t mint, std::int64_t maxt) {
+  auto r = data_.select(vs.matchers, mint, maxt);
+  if (!r) fail(r.error(), QueryError::Kind::kStorage);
+  std::size_t n = 0;
+  for (const auto& s : *r) n += s.samples.size();
+  count_samples(n);
+  return std::move(*r);
+}
+
+EvalMatrix Evaluator::eval_vector_selector(const VectorSelector& vs, bool raw_timestamps) {
+  const std::int64_t first_ref = reference_time(vs.at, vs.offset_ms, start_);
+  const std::int64_t last_ref = reference_time(vs.at, vs.offset_ms, end_);
+  const std::int64_t lookback = options_.lookback_delta_ms;
+  auto series = select(vs, std::min(first_ref, last_ref) - lookback + 1, std::max(first_ref, last_ref));
+  EvalMatrix out;
+  out.reserve(series.size());
+  const std::size_t n = steps();
+  for (auto& s : series) {
+    EvalSeries es{std::move(s.labels), false, {}};
+    es.points.reserve(std::min(n, s.samples.size() + 1));
+    const auto& samples = s.samples;
+    std::size_t cursor = 0;  // first sample after the reference time
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::int64_t t = start_ + static_cast<std::int64_t>(i) * interval_;
+      const std::int64_t ref = reference_time(vs.at, vs.offset_ms, t);
+      if (vs.at.kind != AtModifier::Kind::kNone) cursor = 0;
+      while (cursor < samples.size() && samples[cursor].t_ms <= ref) ++cursor;
+      if (cursor == 0) continue;
+      const auto& last = samples[cursor - 1];
+      if (last.t_ms <= ref - lookback || store::is_stale_marker(last.value)) continue;
+      es.points.push_back({t, raw_timestamps ? static_cast<double>(last.t_ms) / 1000.0 : last.value});
+    }
+    if (!es.points.empty()) out.push_back(std::move(es));
+    check_deadline();
+  }
+  return out;
+}
+
+EvalMatrix Evaluator::range_eval(std::span<const EvalMatrix* const> args, const StepFunction& fn) {
+  const std::size_t n = steps();
+  std::vector<std::vector<std::size_t>> cursors(args.size());
+  for (std::size_t a = 0; a < args.size(); ++a) cursors[a].assign(args[a]->size(), 0);
+  std::vector<EvalVector> vectors(args.size());
+  EvalMatrix out;
+  std::unordered_map<Labels, std::size_t, store::LabelsHash> index;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int64_t t = start_ + static_cast<std::int64_t>(i) * interval_;
+    for (std::size_t a = 0; a < args.size(); ++a) {
+      vectors[a].clear();
+      const EvalMatrix& m = *args[a];
+      for (std::size_t s = 0; s < m.size(); ++s) {
+        auto& c = cursors[a][s];
+        const auto& pts = m[s].points;
+        while (c < pts.size() && pts[c].t_ms < t) ++c;
+        if (c < pts.size() && pts[c].t_ms == t) vectors[a].push_back({m[s].labels, pts[c].value, m[s].drop_name, t});
+      }
+    }
+    EvalVector result = fn(vectors, t);
+    // Within one step, two results with one label set are an error, as in Prometheus; series that
+    // will lose their name still count as distinct here (names are dropped at the end).
+    if (result.size() > 1) {
+      std::unordered_map<Labels, bool, store::LabelsHash> seen;
+      for (const auto& r : result) {
+        if (!seen.emplace(r.labels, true).second) fail("vector cannot contain metrics with the same labelset");
+      }
+    }
+    for (auto& r : result) {
+      auto [it, inserted] = index.emplace(r.labels, out.size());
+      if (inserted) out.push_back(EvalSeries{std::move(r.labels), r.drop_name, {}});
+      auto& series = out[it->second];
+      series.drop_name = series.drop_name || r.drop_name;
+      series.points.push_back({t, r.value});
+    }
+    check_deadline();
+  }
+  return out;
+}
+
+namespace {
+
+const Expr& unwrap_parens(const Expr& e) {
+  const Expr* p = &e;
+  while (const auto* paren = p->as<ParenExpr>()) p = paren->expr.get();
+  return *p;
+}
+
+EvalMatrix scalar_series(std::size_t steps, std::int64_t start, std::int64_t interval, double v) {
+  EvalSeries s;
+  s.points.reserve(steps);
+  for (std::size_t i = 0; i < steps; ++i) s.points.push_back({start + static_cast<std::int64_t>(i) * interval, v});
+  return {std::move(s)};
+}
+
+}  // namespace
+
+EvalMatrix Evaluator::eval(const Expr& e) {
+  if (const auto* n = e.as<NumberLiteral>()) return scalar_series(steps(), start_, interval_, n->value);
+  if (e.as<StringLiteral>() != nullptr) fail("string values are only allowed as function arguments", QueryError::Kind::kBadData);
+  if (const auto* p = e.as<ParenExpr>()) return eval(*p->expr);
+  if (const auto* vs = e.as<VectorSelector>()) return eval_vector_selector(*vs, false);
+  if (const auto* u = e.as<UnaryExpr>()) {
+    EvalMatrix m = eval(*u->expr);
+    if (u->op == UnaryOp::kMinus) {
+      for (auto& s : m) {
+        for (auto& p : s.points) p.value = -p.value;
+        if (u->expr->type() == ValueType::kVector) s.drop_name = true;
+      }
+    }
+    return m;
+  }
+  if (const auto* b = e.as<BinaryExpr>()) return eval_binary(*b);
+  if (const auto* a = e.as<AggregateExpr>()) return eval_aggregate(*a);
+  if (const auto* c = e.as<Call>()) return eval_call(*c, e);
+  if (e.as<MatrixSelector>() != nullptr || e.as<SubqueryExpr>() != nullptr) {
+    fail("range vectors can only be evaluated by functions", QueryError::Kind::kBadData);
+  }
+  fail("unknown expression", QueryError::Kind::kUnsupported);
+}
+
+EvalMatrix Evaluator::eval_binary(const BinaryExpr& b) {
+  const ValueType lt = b.lhs->type(), rt = b.rhs->type();
+  EvalMatrix lhs = eval(*b.lhs);
+  EvalMatrix rhs = eval(*b.rhs);
+  if (lt == ValueType::kVector && rt == ValueType::kVector) return eval_vector_binary(*this, b, lhs, rhs);
+  // Scalar with scalar or vector: the same arithmetic, applied per step.
+  const EvalMatrix* args[] = {&lhs, &rhs};
+  const bool lhs_scalar = lt == ValueType::kScalar, rhs_scalar = rt == ValueType::kScalar;
+  return range_eval(args, [&](std::span<const EvalVector> v, std::int64_t t) {
+    EvalVector out;
+    if (lhs_scalar && rhs_scalar) {
+      if (v[0].empty() || v[1].empty()) return out;
+      // Parsing already rejected comparisons between scalars without bool.
+      out.push_back(EvalSample{{}, 0, false, t});
+      const auto r = apply_binary_op(b.op, v[0][0].value, v[1][0].value);
+      out.back().value = is_comparison(b.op) ? (r.keep ? 1.0 : 0.0) : r.value;
+      return out;
+    }
+    const EvalVector& vec = lhs_scalar ? v[1] : v[0];
+    const EvalVector& sc = lhs_scalar ? v[0] : v[1];
+    if (sc.empty()) return out;
+    const double s = sc[0].value;
+    for (const auto& sample : vec) {
+      const double l = lhs_scalar ? s : sample.value, r = lhs_scalar ? sample.value : s;
+      auto res = apply_binary_op(b.op, l, r);
+      double value = res.value;
+      if (is_comparison(b.op)) {
+        value = sample.value;  // a comparison filters; the vector's value stays, whichever side it is on
+        if (b.return_bool) {
+          value = res.keep ? 1.0 : 0.0;
+        } else if (!res.keep) {
+          continue;
+        }
+      }
+      out.push_back(EvalSample{sample.labels, value, sample.drop_name || !is_comparison(b.op) || b.return_bool, t});
+    }
+    return out;
+  });
+}
+
+EvalMatrix Evaluator::eval_aggregate(const AggregateExpr& a) {
+  EvalMatrix input = eval(*a.expr);
+  if (a.param != nullptr && a.op != AggregateOp::kCountValues) {
+    EvalMatrix param = eval(*a.param);
+    return eval_aggregation(*this, a, input, &param);
+  }
+  return eval_aggregation(*this, a, input, nullptr);
+}
+
+EvalMatrix Evaluator::eval_call(const Call& call, const Expr& e) {
+  const std::string_view name = call.func->name;
+  // Functions over a range vector: the matrix argument is walked window by window.
+  for (std::size_t i = 0; i < call.args.size(); ++i) {
+    if (call.args[i]->type() == ValueType::kMatrix) return eval_range_function(call, i);
+  }
+  if (name == "timestamp") {
+    // timestamp(selector) is the raw sample's time, not the step's.
+    const Expr& arg = unwrap_parens(*call.args[0]);
+    if (const auto* vs = arg.as<VectorSelector>()) {
+      EvalMatrix m = eval_vector_selector(*vs, true);
+      for (auto& s : m) s.drop_name = true;
+      return m;
+    }
+  }
+  if (steps() > 1 && (name == "sort" || name == "sort_desc" || name == "sort_by_label" || name == "sort_by_label_desc")) {
+    // A range query's series have no order, so sorting them does nothing: Prometheus warns.
+    const std::string w = fmt::format("PromQL info: sort is ineffective for range queries since results are not "
+                                      "sorted by value (function \"{}\")", name);
+    if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
+  }
+  const InstantFunction* fn = find_instant_function(name);
+  if (fn == nullptr) fail(fmt::format("function \"{}\" is not supported by gpuscope", name), QueryError::Kind::kUnsupported);
+  std::vector<EvalMatrix> values;
+  values.reserve(call.args.size());
+  std::vector<const EvalMatrix*> args;
+  for (const auto& arg : call.args) {
+    if (arg->type() == ValueType::kString) {
+      values.emplace_back();  // string arguments are read from the AST by the function
+    } else {
+      values.push_back(eval(*arg));
+    }
+  }
+  for (const auto& v : values) args.push_back(&v);
+  (void)e;
+  EvalMatrix out = range_eval(args, [&](std::span<const EvalVector> v, std::int64_t t) { return (*fn)(v, call, t, *this); });
+  // Functions without a vector argument (time(), vector(...), absent(...)) still return per step.
+  return out;
+}
+
+EvalMatrix Evaluator::eval_subquery_points(const SubqueryExpr& sq, std::int64_t& ref_min, std::int64_t& ref_max) {
+  ref_min = reference_time(sq.at, sq.offset_ms, start_);
+  ref_max = reference_time(sq.at, sq.offset_ms, end_);
+  if (ref_min > ref_max) std::swap(ref_min, ref_max);
+  const std::int64_t step = sq.step_ms > 0 ? sq.step_ms : options_.default_subquery_step_ms;
+  // The inner query runs on the step grid (multiples of the step), from just after the earliest
+  // window's start to the latest reference time, as Prometheus aligns subqueries.
+  const std::int64_t lowest = ref_min - sq.range_ms;
+  std::int64_t inner_start = lowest / step * step;  // Go's division truncates toward zero; so does C++'s
+  if (inner_start <= lowest) inner_start += step;
+  std::int64_t inner_end = ref_max;
+  if (inner_start > inner_end) return {};
+  inner_end = inner_start + (inner_end - inner_start) / step * step;
+  Evaluator inner(data_, options_, inner_start, inner_end, step);
+  inner.samples_loaded_ = samples_loaded_;
+  EvalMatrix m = inner.eval(*sq.expr);
+  samples_loaded_ = inner.samples_loaded_;
+  for (auto& w : inner.warnings) warnings.push_back(std::move(w));
+  for (auto& w : inner.infos) infos.push_back(std::move(w));
+  return m;
+}
+
+EvalMatrix Evaluator::eval_range_function(const Call& call, std::size_t matrix_arg) {
+  const std::string_view name = call.func->name;
+  const RangeFunction* fn = find_range_function(name);
+  if (fn == nullptr) fail(fmt::format("function \"{}\" is not supported by gpuscope", name), QueryError::Kind::kUnsupported);
+
+  // Scalar arguments (quantile_over_time's q, predict_linear's t, ...) are evaluated per step.
+  std::vector<EvalMatrix> scalar_args;
+  for (std::size_t i = 0; i < call.args.size(); ++i) {
+    if (i != matrix_arg) scalar_args.push_back(eval(*call.args[i]));
+  }
+
+  const Expr& arg = unwrap_parens(*call.args[matrix_arg]);
+  std::int64_t range_ms = 0, offset_ms = 0;
+  AtModifier at;
+  bool anchored = false, smoothed = false;
+  // Each input series: labels and its points (raw samples for a selector, inner steps for a subquery).
+  struct Input {
+    Labels labels;
+    bool drop_name = false;
+    std::vector<Point> points;
+  };
+  std::vector<Input> inputs;
+  if (const auto* ms = arg.as<MatrixSelector>()) {
+    const auto& vs = *ms->vector_selector->as<VectorSelector>();
+    range_ms = ms->range_ms;
+    offset_ms = vs.offset_ms;
+    at = vs.at;
+    anchored = ms->anchored;
+    smoothed = ms->smoothed;
+    std::int64_t lo = reference_time(at, offset_ms, start_), hi = reference_time(at, offset_ms, end_);
+    if (lo > hi) std::swap(lo, hi);
+    // Anchored and smoothed windows also read the sample before the window (and smoothed the one
+    // after), up to the lookback delta.
+    const std::int64_t extra = (anchored || smoothed) ? options_.lookback_delta_ms : 0;
+    auto series = select(vs, lo - range_ms - extra + 1, hi + (smoothed ? extra : 0));
+    inputs.reserve(series.size());
+    for (auto& s : series) {
+      Input in{std::move(s.labels), false, {}};
+      in.points.reserve(s.samples.size());
+      for (const auto& smp : s.samples) {
+        if (!store::is_stale_marker(smp.value)) in.points.push_back({smp.t_ms, smp.value});
+      }
+      inputs.push_back(std::move(in));
+    }
+  } else if (const auto* sq = arg.as<SubqueryExpr>()) {
+    range_ms = sq->range_ms;
+    offset_ms = sq->offset_ms;
+    at = sq->at;
+    std::int64_t lo = 0, hi = 0;
+    EvalMatrix m = eval_subquery_points(*sq, lo, hi);
+    inputs.reserve(m.size());
+    for (auto& s : m) inputs.push_back({std::move(s.labels), s.drop_name, std::move(s.points)});
+  } else {
+    fail("range function argument must be a range vector selector or a subquery", QueryError::Kind::kBadData);
+  }
+
+  const bool keep_name = range_function_keeps_name(name);
+  const std::size_t n = steps();
+  EvalMatrix out;
+  std::vector<double> scalars(scalar_args.size());
+  std::vector<std::size_t> scalar_cursor(scalar_args.size(), 0);
+  std::vector<EvalSeries> results(inputs.size());
+  for (std::size_t s = 0; s < inputs.size(); ++s) {
+    results[s].labels = inputs[s].labels;
+    results[s].drop_name = inputs[s].drop_name || !keep_name;
+  }
+  std::vector<std::size_t> lo_idx(inputs.size(), 0), hi_idx(inputs.size(), 0);
+  const bool absent = name == "absent_over_time";
+  const bool quantile_arg = name == "quantile_over_time";
+  EvalSeries absent_series{absent ? absent_function_labels(call) : Labels{}, false, {}};
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int64_t t = start_ + static_cast<std::int64_t>(i) * interval_;
+    bool scalars_ok = true;
+    for (std::size_t k = 0; k < scalar_args.size(); ++k) {
+      const auto& m = scalar_args[k];
+      if (m.empty()) {
+        scalars_ok = false;
+        continue;
+      }
+      const auto& pts = m[0].points;
+      auto& c = scalar_cursor[k];
+      while (c < pts.size() && pts[c].t_ms < t) ++c;
+      if (c < pts.size() && pts[c].t_ms == t) {
+        scalars[k] = pts[c].value;
+      } else {
+        scalars_ok = false;
+      }
+    }
+    if (!scalars_ok) continue;
+    const std::int64_t ref = reference_time(at, offset_ms, t);
+    const std::int64_t win_start = ref - range_ms;
+    bool present = false;
+    for (std::size_t s = 0; s < inputs.size(); ++s) {
+      const auto& pts = inputs[s].points;
+      if (at.kind != AtModifier::Kind::kNone) lo_idx[s] = hi_idx[s] = 0;
+      auto& lo = lo_idx[s];
+      auto& hi = hi_idx[s];
+      while (lo < pts.size() && pts[lo].t_ms <= win_start) ++lo;
+      if (hi < lo) hi = lo;
+      while (hi < pts.size() && pts[hi].t_ms <= ref) ++hi;
+      std::size_t from = lo, to = hi;
+      if (anchored || smoothed) {
+        // The last sample at or before the window start (within the lookback delta) anchors it.
+        if (from > 0 && pts[from - 1].t_ms > win_start - options_.lookback_delta_ms) --from;
+        if (smoothed && to < pts.size() && pts[to].t_ms < ref + options_.lookback_delta_ms) ++to;
+      }
+      if (from >= to) continue;
+      if (absent) {
+        present = true;
+        continue;
+      }
+      RangeWindow w{std::span<const Point>(pts.data() + from, to - from), win_start, ref, range_ms, t, anchored, smoothed};
+      if (quantile_arg && !scalars.empty()) {
+        const double q = scalars[0];
+        if (std::isnan(q) || q < 0 || q > 1) warn_quantile(*this, q);
+      }
+      auto v = (*fn)(w, scalars);
+      if (v) results[s].points.push_back({t, *v});
+    }
+    if (absent && !present) absent_series.points.push_back({t, 1});
+    check_deadline();
+  }
+  if (absent) {
+    if (!absent_series.points.empty()) out.push_back(std::move(absent_series));
+    return out;
+  }
+  for (auto& r : results) {
+    if (!r.points.empty()) out.push_back(std::move(r));
+  }
+  return out;
+}
+
+EvalMatrix Evaluator::eval_range_at(const Expr& e, std::int64_t t_ms) {
+  const Expr& arg = unwrap_parens(e);
+  EvalMatrix out;
+  if (const auto* ms = arg.as<MatrixSelector>()) {
+    const auto& vs = *ms->vector_selector->as<VectorSelector>();
+    const std::int64_t ref = reference_time(vs.at, vs.offset_ms, t_ms);
+    for (auto& s : select(vs, ref - ms->range_ms + 1, ref)) {
+      EvalSeries es{std::move(s.labels), false, {}};
+      for (const auto& smp : s.samples) {
+        if (!store::is_stale_marker(smp.value)) es.points.push_back({smp.t_ms, smp.value});
+      }
+      if (!es.points.empty()) out.push_back(std::move(es));
+    }
+  } else if (const auto* sq = arg.as<SubqueryExpr>()) {
+    std::int64_t lo = 0, hi = 0;
+    EvalMatrix m = eval_subquery_points(*sq, lo, hi);
+    for (auto& s : m) {
+      std::erase_if(s.points, [&](const Point& p) { return p.t_ms <= hi - sq->range_ms || p.t_ms > hi; });
+      if (!s.points.empty()) out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+}  // namespace gpuscope::promql

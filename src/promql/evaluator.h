@@ -1,0 +1,146 @@
+// The evaluator behind Engine: walks an AST over every step of a query at once, as Prometheus's
+// engine does, so a selector is read from the store once per query, not once per step.
+#pragma once
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "promql/ast.h"
+#include "promql/engine.h"
+#include "store/labels.h"
+#include "store/queryable.h"
+
+namespace gpuscope::promql {
+
+// One series of an intermediate result. drop_name defers removing __name__ to the end of the
+// query (Prometheus 3's delayed name removal), so label_replace can still read it.
+struct EvalSeries {
+  store::Labels labels;
+  bool drop_name = false;
+  std::vector<Point> points;  // at step times, ascending
+};
+using EvalMatrix = std::vector<EvalSeries>;
+
+struct EvalSample {
+  store::Labels labels;
+  double value = 0;
+  bool drop_name = false;
+  std::int64_t t_ms = 0;  // the step time, or the raw sample's time for a plain selector
+};
+using EvalVector = std::vector<EvalSample>;
+
+// Thrown inside the evaluator only; Engine turns it into a QueryError (never crosses the module).
+struct EvalFailure {
+  QueryError error;
+};
+
+class Evaluator {
+ public:
+  Evaluator(const store::Queryable& data, const EngineOptions& options, std::int64_t start_ms, std::int64_t end_ms,
+            std::int64_t interval_ms);
+
+  // Every node's value over all steps: a vector- or scalar-typed node as a matrix of step points
+  // (a scalar is one series with no labels).
+  EvalMatrix eval(const Expr& e);
+  // A range-vector node at one instant (instant queries returning a range vector).
+  EvalMatrix eval_range_at(const Expr& e, std::int64_t t_ms);
+
+  std::vector<std::string> warnings;
+  std::vector<std::string> infos;
+
+  std::int64_t start() const { return start_; }
+  std::int64_t end() const { return end_; }
+  std::int64_t interval() const { return interval_; }
+  std::size_t steps() const { return static_cast<std::size_t>((end_ - start_) / interval_) + 1; }
+
+  // Calls fn at every step with each argument's samples at that step; collects outputs by labels.
+  using StepFunction = std::function<EvalVector(std::span<const EvalVector> args, std::int64_t t_ms)>;
+  EvalMatrix range_eval(std::span<const EvalMatrix* const> args, const StepFunction& fn);
+
+  [[noreturn]] static void fail(std::string message, QueryError::Kind kind = QueryError::Kind::kExecution);
+
+ private:
+  EvalMatrix eval_vector_selector(const VectorSelector& vs, bool raw_timestamps);
+  EvalMatrix eval_call(const Call& call, const Expr& e);
+  EvalMatrix eval_range_function(const Call& call, std::size_t matrix_arg);
+  EvalMatrix eval_aggregate(const AggregateExpr& a);
+  EvalMatrix eval_binary(const BinaryExpr& b);
+  EvalMatrix eval_subquery_points(const SubqueryExpr& sq, std::int64_t& ref_min, std::int64_t& ref_max);
+
+  std::vector<store::SeriesSamples> select(const VectorSelector& vs, std::int64_t mint, std::int64_t maxt);
+  std::int64_t reference_time(const AtModifier& at, std::int64_t offset_ms, std::int64_t step_t) const;
+  void count_samples(std::size_t n);
+  void check_deadline();
+
+  const store::Queryable& data_;
+  const EngineOptions& options_;
+  std::int64_t start_, end_, interval_;
+  std::size_t samples_loaded_ = 0;
+  std::chrono::steady_clock::time_point deadline_;
+  std::size_t deadline_checks_ = 0;
+};
+
+// Implemented in function_calls.cc / aggregation.cc / binary_ops.cc.
+using InstantFunction = std::function<EvalVector(std::span<const EvalVector> args, const Call& call,
+                                                 std::int64_t t_ms, Evaluator& ev)>;
+const InstantFunction* find_instant_function(std::string_view name);
+
+// A range function over one series' window: the window's samples (staleness markers removed), the
+// window bounds, and the step's scalar arguments. nullopt: no output for this series at this step.
+struct RangeWindow {
+  std::span<const Point> points;
+  std::int64_t range_start_ms;  // exclusive
+  std::int64_t range_end_ms;    // inclusive
+  std::int64_t range_ms;
+  std::int64_t t_ms;            // the step time
+  bool anchored = false;
+  bool smoothed = false;
+};
+using RangeFunction = std::function<std::optional<double>(const RangeWindow& w, std::span<const double> scalars)>;
+const RangeFunction* find_range_function(std::string_view name);
+// Labels for absent()/absent_over_time(): the selector's equality matchers, except labels matched
+// more than once.
+store::Labels absent_function_labels(const Call& call);
+// Whether a range function keeps the metric name (last_over_time, first_over_time).
+bool range_function_keeps_name(std::string_view name);
+
+// Prometheus's quantile over a set of values (linear interpolation between closest ranks).
+double quantile_of(double q, std::vector<double> values);
+// Kahan-Babuska summation step, as Prometheus's kahansum.Inc.
+inline void kahan_add(double inc, double& sum, double& c);
+
+inline void kahan_add(double inc, double& sum, double& c) {
+  const double t = sum + inc;
+  if (t == std::numeric_limits<double>::infinity() || t == -std::numeric_limits<double>::infinity()) {
+    c = 0;
+  } else if (std::abs(sum) >= std::abs(inc)) {
+    c += (sum - t) + inc;
+  } else {
+    c += (inc - t) + sum;
+  }
+  sum = t;
+}
+
+struct BinaryResult {
+  double value;
+  bool keep;  // comparisons: whether the comparison holds (value is then the left operand)
+};
+BinaryResult apply_binary_op(BinaryOp op, double lhs, double rhs);
+
+EvalMatrix eval_aggregation(Evaluator& ev, const AggregateExpr& a, const EvalMatrix& input, const EvalMatrix* param);
+EvalMatrix eval_vector_binary(Evaluator& ev, const BinaryExpr& b, const EvalMatrix& lhs, const EvalMatrix& rhs);
+
+// Adds Prometheus's warning for a quantile outside [0, 1] (once per query).
+void warn_quantile(Evaluator& ev, double q);
+
+// Go's strconv.FormatFloat(f, 'f', -1, 64): shortest text that reads back to the same double.
+std::string format_float_shortest(double v);
+
+}  // namespace gpuscope::promql

@@ -1,0 +1,265 @@
+#include "trace/rank_analysis.h"
+
+#include <algorithm>
+#include <map>
+#include <span>
+#include <unordered_map>
+
+#include "trace/interval_math.h"
+#include "trace/verdict.h"
+
+namespace gpuscope::trace {
+namespace {
+
+std::int64_t percentile(std::vector<std::int64_t>& values, double q) {
+  if (values.empty()) return 0;
+  const auto k = static_cast<std::size_t>(q * static_cast<double>(values.size() - 1) + 0.5);
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(k), values.end());
+  return values[k];
+}
+
+// The HTA rule for one idle gap that ends when `next` starts: host wait when the CPU had not even
+// started launching `next` when the GPU went idle, else kernel wait when short, else other.
+void classify_gap(IdleBreakdown& idle, std::int64_t gap_start, const GpuActivity& next, std::int64_t threshold_ns) {
+  const std::int64_t gap = next.start_ns - gap_start;
+  if (gap <= 0) return;
+  if (next.launch_start_ns != kNoLaunch && next.launch_start_ns > gap_start) {
+    idle.host_wait_ns += gap;
+  } else if (gap < threshold_ns) {
+    idle.kernel_wait_ns += gap;
+  } else {
+    idle.other_ns += gap;
+  }
+}
+
+struct LaunchAccumulator {
+  LaunchReport report;
+  std::vector<std::int64_t> delays;
+  std::int64_t delay_sum = 0;
+};
+
+// Matches GPU activities to the runtime calls that launched them (same correlation id), writing each
+// launch's start into the activity and the launch statistics per device.
+std::map<std::int64_t, LaunchAccumulator> join_launches(RankTimeline& timeline) {
+  auto& calls = timeline.runtime_calls;
+  auto& acts = timeline.activities;
+  std::sort(calls.begin(), calls.end(), [](const RuntimeCall& a, const RuntimeCall& b) {
+    return a.correlation != b.correlation ? a.correlation < b.correlation : a.start_ns < b.start_ns;
+  });
+  std::sort(acts.begin(), acts.end(),
+            [](const GpuActivity& a, const GpuActivity& b) { return a.correlation < b.correlation; });
+  std::map<std::int64_t, LaunchAccumulator> per_device;
+  std::size_t c = 0;
+  std::int64_t last_counted = -1;
+  for (GpuActivity& a : acts) {
+    auto& acc = per_device[a.device];
+    while (c < calls.size() && calls[c].correlation < a.correlation) ++c;
+    if (a.correlation < 0 || c == calls.size() || calls[c].correlation != a.correlation) {
+      ++acc.report.unmatched;
+      continue;
+    }
+    const RuntimeCall& call = calls[c];
+    a.launch_start_ns = call.start_ns;
+    ++acc.report.launched;
+    const std::int64_t delay = a.start_ns - call.start_ns;
+    acc.delays.push_back(delay);
+    acc.delay_sum += delay;
+    acc.report.delay_max_ns = acc.delays.size() == 1 ? delay : std::max(acc.report.delay_max_ns, delay);
+    if (call.correlation != last_counted) {  // one graph launch can start many activities
+      last_counted = call.correlation;
+      ++acc.report.calls;
+      acc.report.call_total_ns += call.duration_ns;
+      acc.report.call_max_ns = std::max(acc.report.call_max_ns, call.duration_ns);
+    }
+  }
+  for (auto& [device, acc] : per_device) {
+    if (acc.delays.empty()) continue;
+    acc.report.delay_mean_ns = acc.delay_sum / static_cast<std::int64_t>(acc.delays.size());
+    acc.report.delay_p50_ns = percentile(acc.delays, 0.50);
+    acc.report.delay_p95_ns = percentile(acc.delays, 0.95);
+    acc.delays.clear();
+    acc.delays.shrink_to_fit();
+  }
+  return per_device;
+}
+
+std::vector<StreamReport> analyze_streams(std::vector<const GpuActivity*> acts, std::int64_t threshold_ns) {
+  std::stable_sort(acts.begin(), acts.end(), [](const GpuActivity* a, const GpuActivity* b) {
+    return a->stream != b->stream ? a->stream < b->stream : a->start_ns < b->start_ns;
+  });
+  std::vector<StreamReport> streams;
+  std::size_t i = 0;
+  while (i < acts.size()) {
+    StreamReport s;
+    s.stream = acts[i]->stream;
+    const std::int64_t first = acts[i]->start_ns;
+    std::int64_t covered_end = acts[i]->start_ns;  // end of the busy time so far on this stream
+    for (; i < acts.size() && acts[i]->stream == s.stream; ++i) {
+      const GpuActivity& a = *acts[i];
+      ++s.activities;
+      if (a.start_ns > covered_end) classify_gap(s.idle, covered_end, a, threshold_ns);
+      if (a.end_ns() > covered_end) {
+        s.busy_ns += a.end_ns() - std::max(a.start_ns, covered_end);
+        covered_end = a.end_ns();
+      }
+    }
+    s.window_ns = covered_end - first;
+    streams.push_back(s);
+  }
+  return streams;
+}
+
+DeviceReport analyze_device(const RankTimeline& timeline, std::span<const GpuActivity> acts,
+                            const std::vector<Interval>& data_loading, const AnalysisOptions& options) {
+  DeviceReport d;
+  d.device = acts.front().device;
+  if (auto it = timeline.header.device_names.find(d.device); it != timeline.header.device_names.end()) d.name = it->second;
+  d.window_start_ns = acts.front().start_ns;
+
+  // Busy time and the device's idle gaps, in one sweep over activities sorted by start.
+  std::vector<Interval> idle_gaps;
+  std::vector<Interval> computation, communication;
+  std::unordered_map<std::uint32_t, NamedTotals> kernels;
+  std::int64_t covered_end = acts.front().start_ns;
+  for (const GpuActivity& a : acts) {
+    if (a.start_ns > covered_end) {
+      classify_gap(d.idle, covered_end, a, options.kernel_wait_threshold_ns);
+      idle_gaps.push_back(Interval{covered_end, a.start_ns});
+    }
+    if (a.end_ns() > covered_end) {
+      d.busy_ns += a.end_ns() - std::max(a.start_ns, covered_end);
+      covered_end = a.end_ns();
+    }
+    switch (a.kind) {
+      case ActivityKind::kComputeKernel:
+        d.computation_ns += a.duration_ns;
+        computation.push_back(Interval{a.start_ns, a.end_ns()});
+        break;
+      case ActivityKind::kCommunicationKernel:
+        d.communication_ns += a.duration_ns;
+        communication.push_back(Interval{a.start_ns, a.end_ns()});
+        break;
+      case ActivityKind::kMemcpy:
+      case ActivityKind::kMemset:
+        d.memory_ns += a.duration_ns;
+        break;
+    }
+    if (a.kind == ActivityKind::kComputeKernel || a.kind == ActivityKind::kCommunicationKernel) {
+      auto& k = kernels[a.name_id];
+      ++k.count;
+      k.total_ns += a.duration_ns;
+      k.max_ns = std::max(k.max_ns, a.duration_ns);
+      ++d.kernel_count;
+      d.kernel_total_ns += a.duration_ns;
+      ++d.launch.kernels;
+      if (a.duration_ns < options.short_kernel_threshold_ns) {
+        ++d.launch.short_kernels;
+        d.launch.short_kernel_ns += a.duration_ns;
+      }
+    }
+  }
+  d.window_end_ns = covered_end;
+
+  const auto computation_union = merge_intervals(std::move(computation));
+  const auto communication_union = merge_intervals(std::move(communication));
+  d.computation_union_ns = total_length(computation_union);
+  d.communication_union_ns = total_length(communication_union);
+  d.overlap_ns = intersection_length(computation_union, communication_union);
+  d.data_loading_idle_ns = intersection_length(idle_gaps, data_loading);
+
+  std::vector<KernelReport> all;
+  all.reserve(kernels.size());
+  for (const auto& [id, k] : kernels) {
+    all.push_back(KernelReport{timeline.names[id], k.count, k.total_ns, k.max_ns,
+                               d.kernel_total_ns > 0 ? static_cast<double>(k.total_ns) / static_cast<double>(d.kernel_total_ns) : 0});
+  }
+  const std::size_t top = std::min(options.top, all.size());
+  std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(top), all.end(),
+                    [](const KernelReport& a, const KernelReport& b) {
+                      return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
+                    });
+  all.resize(top);
+  d.top_kernels = std::move(all);
+
+  for (const auto& [key, totals] : timeline.transfers) {
+    if (key.first != d.device) continue;
+    d.transfers.push_back(TransferReport{std::string(direction_name(key.second)), totals.count, totals.bytes, totals.duration_ns});
+  }
+
+  std::vector<const GpuActivity*> pointers;
+  pointers.reserve(acts.size());
+  for (const GpuActivity& a : acts) pointers.push_back(&a);
+  d.streams = analyze_streams(std::move(pointers), options.kernel_wait_threshold_ns);
+  return d;
+}
+
+}  // namespace
+
+const DeviceReport* RankReport::main_device() const {
+  const DeviceReport* best = nullptr;
+  for (const auto& d : devices) {
+    if (best == nullptr || d.busy_ns > best->busy_ns) best = &d;
+  }
+  return best;
+}
+
+RankReport analyze_rank(RankTimeline& timeline, const AnalysisOptions& options) {
+  RankReport report;
+  report.rank = timeline.header.rank;
+  report.world_size = timeline.header.world_size;
+  report.runtime_calls = timeline.runtime_calls.size();
+  if (timeline.first_ns <= timeline.last_ns) {
+    report.span_start_ns = timeline.first_ns;
+    report.span_end_ns = timeline.last_ns;
+  }
+
+  if (!timeline.steps.empty()) {
+    std::int64_t sum = 0;
+    for (const Interval& s : timeline.steps) {
+      sum += s.end - s.start;
+      report.steps.max_ns = std::max(report.steps.max_ns, s.end - s.start);
+    }
+    report.steps.count = timeline.steps.size();
+    report.steps.mean_ns = sum / static_cast<std::int64_t>(timeline.steps.size());
+  }
+  const auto data_loading = merge_intervals(timeline.data_loading);
+  report.data_loading_ns = total_length(data_loading);
+
+  auto launches = join_launches(timeline);
+  auto& acts = timeline.activities;
+  std::sort(acts.begin(), acts.end(), [](const GpuActivity& a, const GpuActivity& b) {
+    if (a.device != b.device) return a.device < b.device;
+    if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+    return a.duration_ns < b.duration_ns;
+  });
+  std::size_t i = 0;
+  while (i < acts.size()) {
+    std::size_t j = i;
+    while (j < acts.size() && acts[j].device == acts[i].device) ++j;
+    DeviceReport d = analyze_device(timeline, std::span<const GpuActivity>(acts.data() + i, j - i), data_loading, options);
+    const LaunchReport counted = d.launch;
+    d.launch = launches[d.device].report;
+    d.launch.kernels = counted.kernels;
+    d.launch.short_kernels = counted.short_kernels;
+    d.launch.short_kernel_ns = counted.short_kernel_ns;
+    d.verdict = decide_verdict(d);
+    report.devices.push_back(std::move(d));
+    i = j;
+  }
+
+  if (!timeline.python_functions.empty()) {
+    for (const auto& [name, t] : timeline.python_functions) {
+      report.python_functions.push_back(KernelReport{
+          name, t.count, t.total_ns, t.max_ns,
+          report.span_ns() > 0 ? static_cast<double>(t.total_ns) / static_cast<double>(report.span_ns()) : 0});
+    }
+    const std::size_t top = std::min(options.top, report.python_functions.size());
+    std::partial_sort(report.python_functions.begin(), report.python_functions.begin() + static_cast<std::ptrdiff_t>(top),
+                      report.python_functions.end(),
+                      [](const KernelReport& a, const KernelReport& b) { return a.total_ns > b.total_ns; });
+    report.python_functions.resize(top);
+  }
+  return report;
+}
+
+}  // namespace gpuscope::trace

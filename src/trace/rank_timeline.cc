@@ -1,0 +1,128 @@
+#include "trace/rank_timeline.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace gpuscope::trace {
+namespace {
+
+bool contains_ignoring_case(std::string_view text, std::string_view needle) {
+  return std::search(text.begin(), text.end(), needle.begin(), needle.end(), [](char a, char b) {
+           return std::tolower(static_cast<unsigned char>(a)) == b;
+         }) != text.end();
+}
+
+ActivityKind kind_of(const TraceEvent& event, bool communication_name) {
+  switch (event.category) {
+    case EventCategory::kGpuMemcpy: return ActivityKind::kMemcpy;
+    case EventCategory::kGpuMemset: return ActivityKind::kMemset;
+    default: return communication_name ? ActivityKind::kCommunicationKernel : ActivityKind::kComputeKernel;
+  }
+}
+
+}  // namespace
+
+std::string_view direction_name(TransferDirection direction) {
+  switch (direction) {
+    case TransferDirection::kHostToDevice: return "H2D";
+    case TransferDirection::kDeviceToHost: return "D2H";
+    case TransferDirection::kDeviceToDevice: return "D2D";
+    case TransferDirection::kPeerToPeer: return "P2P";
+    case TransferDirection::kHostToHost: return "H2H";
+    case TransferDirection::kMemset: return "memset";
+    case TransferDirection::kOther: return "other";
+  }
+  return "other";
+}
+
+TransferDirection direction_of_memcpy(std::string_view name) {
+  if (name.find("HtoD") != std::string_view::npos) return TransferDirection::kHostToDevice;
+  if (name.find("DtoH") != std::string_view::npos) return TransferDirection::kDeviceToHost;
+  if (name.find("DtoD") != std::string_view::npos) return TransferDirection::kDeviceToDevice;
+  if (name.find("PtoP") != std::string_view::npos || name.find("Peer") != std::string_view::npos) {
+    return TransferDirection::kPeerToPeer;
+  }
+  if (name.find("HtoH") != std::string_view::npos) return TransferDirection::kHostToHost;
+  return TransferDirection::kOther;
+}
+
+bool is_communication_kernel(std::string_view name) { return contains_ignoring_case(name, "nccl"); }
+
+TimelineBuilder::TimelineBuilder(RankTimeline& timeline, const std::regex& data_loading_pattern)
+    : timeline_(timeline), data_loading_pattern_(data_loading_pattern) {}
+
+std::uint32_t TimelineBuilder::intern(std::string_view name) {
+  if (auto it = name_ids_.find(name); it != name_ids_.end()) return it->second;
+  const auto id = static_cast<std::uint32_t>(timeline_.names.size());
+  timeline_.names.emplace_back(name);
+  timeline_.communication_names.push_back(is_communication_kernel(name));  // once per name, not per event
+  name_ids_.emplace(std::string(name), id);
+  return id;
+}
+
+bool TimelineBuilder::is_data_loading(std::string_view name) {
+  if (auto it = data_loading_names_.find(name); it != data_loading_names_.end()) return it->second;
+  const bool match = std::regex_search(name.begin(), name.end(), data_loading_pattern_);
+  data_loading_names_.emplace(std::string(name), match);
+  return match;
+}
+
+void TimelineBuilder::on_event(const TraceEvent& event) {
+  const std::int64_t end = event.start_ns + event.duration_ns;
+  if (event.category != EventCategory::kOther) {
+    timeline_.first_ns = std::min(timeline_.first_ns, event.start_ns);
+    timeline_.last_ns = std::max(timeline_.last_ns, end);
+  }
+  switch (event.category) {
+    case EventCategory::kKernel:
+    case EventCategory::kGpuMemcpy:
+    case EventCategory::kGpuMemset: {
+      GpuActivity a;
+      a.start_ns = event.start_ns;
+      a.duration_ns = event.duration_ns;
+      a.correlation = event.correlation;
+      a.name_id = intern(event.name);
+      a.stream = static_cast<std::int32_t>(event.stream);
+      a.device = static_cast<std::int16_t>(event.device);
+      a.kind = kind_of(event, timeline_.communication_names[a.name_id]);
+      timeline_.activities.push_back(a);
+      if (a.kind == ActivityKind::kMemcpy || a.kind == ActivityKind::kMemset) {
+        const TransferDirection direction =
+            a.kind == ActivityKind::kMemset ? TransferDirection::kMemset : direction_of_memcpy(event.name);
+        auto& totals = timeline_.transfers[{event.device, direction}];
+        ++totals.count;
+        totals.bytes += std::max<std::int64_t>(event.bytes, 0);
+        totals.duration_ns += event.duration_ns;
+      }
+      break;
+    }
+    case EventCategory::kCudaRuntime:
+      if (event.correlation >= 0) {
+        timeline_.runtime_calls.push_back(RuntimeCall{event.correlation, event.start_ns, event.duration_ns});
+      }
+      break;
+    case EventCategory::kCpuOp:
+      ++timeline_.cpu_ops;
+      break;
+    case EventCategory::kUserAnnotation:
+      ++timeline_.annotations;
+      if (event.name.starts_with("ProfilerStep#")) {
+        timeline_.steps.push_back(Interval{event.start_ns, end});
+      } else if (is_data_loading(event.name)) {
+        timeline_.data_loading.push_back(Interval{event.start_ns, end});
+      }
+      break;
+    case EventCategory::kPythonFunction: {
+      auto it = timeline_.python_functions.find(event.name);
+      if (it == timeline_.python_functions.end()) it = timeline_.python_functions.emplace(std::string(event.name), NamedTotals{}).first;
+      ++it->second.count;
+      it->second.total_ns += event.duration_ns;
+      it->second.max_ns = std::max(it->second.max_ns, event.duration_ns);
+      break;
+    }
+    case EventCategory::kOther:
+      break;
+  }
+}
+
+}  // namespace gpuscope::trace

@@ -1,0 +1,157 @@
+#include "trace/trace_analyzer.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <mutex>
+#include <regex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "trace/rank_timeline.h"
+#include "trace/trace_byte_reader.h"
+#include "trace/trace_parser.h"
+
+namespace gpuscope::trace {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool is_trace_name(const std::string& name) {
+  return name.ends_with(".json") || name.ends_with(".json.gz");
+}
+
+std::expected<std::regex, TraceError> compile_pattern(const std::string& pattern) {
+  try {
+    return std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error& e) {
+    return std::unexpected(TraceError{TraceErrorKind::kBadValue, -1, fmt::format("invalid pattern '{}': {}", pattern, e.what()), {}});
+  }
+}
+
+std::expected<RankReport, TraceError> analyze_file(const std::string& file, const TraceAnalysisOptions& options,
+                                                   const std::regex& pattern,
+                                                   const std::function<void(std::uint64_t)>& progress) {
+  const auto started = std::chrono::steady_clock::now();
+  auto reader = TraceByteReader::open(file);
+  if (!reader) return std::unexpected(reader.error());
+  RankTimeline timeline;
+  TimelineBuilder builder(timeline, pattern);
+  ParseOptions parse;
+  parse.lenient = options.lenient;
+  parse.python_functions = options.python_functions;
+  parse.progress = progress;
+  auto summary = parse_trace(*reader, builder, timeline.header, parse);
+  if (!summary) {
+    TraceError e = summary.error();
+    e.file = file;
+    return std::unexpected(e);
+  }
+  RankReport report = analyze_rank(timeline, options.analysis);
+  report.file = file;
+  report.parse = *summary;
+  report.parse_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return report;
+}
+
+}  // namespace
+
+std::expected<std::vector<std::string>, TraceError> list_trace_files(const std::string& path) {
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (ec || !fs::exists(status)) {
+    return std::unexpected(TraceError{TraceErrorKind::kIo, -1, "no such file or directory", path});
+  }
+  if (!fs::is_directory(status)) return std::vector<std::string>{path};
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(path, ec)) {
+    if (entry.is_regular_file() && is_trace_name(entry.path().filename().string())) files.push_back(entry.path().string());
+  }
+  if (ec) return std::unexpected(TraceError{TraceErrorKind::kIo, -1, fmt::format("cannot list: {}", ec.message()), path});
+  std::sort(files.begin(), files.end());
+  if (files.empty()) {
+    return std::unexpected(TraceError{TraceErrorKind::kIo, -1, "no trace files (*.json, *.json.gz) in the directory", path});
+  }
+  return files;
+}
+
+std::expected<RankReport, TraceError> analyze_trace_file(const std::string& file, const TraceAnalysisOptions& options) {
+  auto pattern = compile_pattern(options.data_loading_pattern);
+  if (!pattern) return std::unexpected(pattern.error());
+  return analyze_file(file, options, *pattern, {});
+}
+
+std::expected<TraceReport, TraceError> analyze_traces(const std::string& path, const TraceAnalysisOptions& options) {
+  auto files = list_trace_files(path);
+  if (!files) return std::unexpected(files.error());
+  auto pattern = compile_pattern(options.data_loading_pattern);
+  if (!pattern) return std::unexpected(pattern.error());
+
+  TraceReport report;
+  std::vector<std::uint64_t> sizes(files->size(), 0);
+  for (std::size_t i = 0; i < files->size(); ++i) {
+    std::error_code ec;
+    sizes[i] = fs::file_size((*files)[i], ec);
+    if (ec) sizes[i] = 0;
+    report.input_bytes += sizes[i];
+  }
+
+  // Progress: each file reports its own consumed bytes; the sum goes out under one lock.
+  std::mutex progress_lock;
+  std::vector<std::uint64_t> consumed(files->size(), 0);
+  std::uint64_t consumed_total = 0;
+  auto progress_for = [&](std::size_t index) -> std::function<void(std::uint64_t)> {
+    if (!options.progress) return {};
+    return [&, index](std::uint64_t now) {
+      std::lock_guard lock(progress_lock);
+      consumed_total += now - consumed[index];
+      consumed[index] = now;
+      options.progress(consumed_total, report.input_bytes);
+    };
+  };
+
+  std::vector<std::optional<std::expected<RankReport, TraceError>>> results(files->size());
+  std::atomic<std::size_t> next{0};
+  auto work = [&] {
+    for (std::size_t i = next++; i < files->size(); i = next++) {
+      results[i] = analyze_file((*files)[i], options, *pattern, progress_for(i));
+    }
+  };
+  unsigned threads = options.max_threads != 0 ? options.max_threads : std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::min<std::size_t>(threads, files->size()));
+  if (threads <= 1) {
+    work();
+  } else {
+    std::vector<std::jthread> pool;
+    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work);
+  }
+
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    auto& r = *results[i];
+    if (r) {
+      report.ranks.push_back(std::move(*r));
+    } else if (options.lenient && files->size() > 1) {
+      report.skipped_files.push_back(r.error().what());
+    } else {
+      return std::unexpected(r.error());
+    }
+  }
+  if (report.ranks.empty()) {
+    return std::unexpected(TraceError{TraceErrorKind::kNotATrace, -1, "no trace could be read", path});
+  }
+  std::stable_sort(report.ranks.begin(), report.ranks.end(), [](const RankReport& a, const RankReport& b) {
+    return display_rank(a) < display_rank(b);
+  });
+  if (options.rank) {
+    std::erase_if(report.ranks, [&](const RankReport& r) { return display_rank(r) != *options.rank; });
+    if (report.ranks.empty()) {
+      return std::unexpected(TraceError{TraceErrorKind::kNoSuchRank, -1, fmt::format("no trace for rank {}", *options.rank), path});
+    }
+  }
+  report.comparison = compare_ranks(report.ranks);
+  return report;
+}
+
+}  // namespace gpuscope::trace

@@ -1,0 +1,57 @@
+// TraceParser: streams one Kineto Chrome-trace JSON document (plain or gzip) to a TraceEventSink with
+// memory bounded by a window, never by the file size.
+//
+// Why this design: simdjson's On Demand API needs the whole document in memory (plus padding), and a
+// trace is 1-30 GB. So the document is read through a fixed window (8 MiB, grown only for a single
+// larger event): a small hand-written walker reads the top-level object (keys, distributedInfo,
+// deviceProperties); inside "traceEvents" the JsonStructureScanner (SIMD, 64 bytes a step) finds where
+// each event object ends, and runs of whole events (~1 MiB) are parsed in place by On Demand as one
+// array: the byte before the first event and the byte after the last are swapped for '[' and ']' for
+// the parse and restored afterwards, so nothing is copied. Plain files are read with read(2) rather
+// than mmap'ed: mapped pages of a multi-GB file would count in the process's RSS, read pages stay in
+// the evictable page cache. Gzip is inflated by zlib into the same window. The peak memory is the
+// window, simdjson's buffers for one batch, and what the sink keeps.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <expected>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "trace/trace_byte_reader.h"
+#include "trace/trace_error.h"
+#include "trace/trace_event.h"
+
+namespace gpuscope::trace {
+
+struct ParseOptions {
+  // Skip what cannot be read (bad events, garbage between events, a truncated end) and report how much,
+  // instead of failing at the first problem.
+  bool lenient = false;
+  bool python_functions = false;
+  // Called after each read with the file bytes consumed so far (compressed bytes for gzip).
+  std::function<void(std::uint64_t consumed)> progress;
+  // The read window and the bytes of events per On Demand parse; tests shrink them to put window and
+  // batch boundaries inside events.
+  std::size_t window_bytes = 8u << 20;
+  std::size_t batch_bytes = 1u << 20;
+};
+
+struct ParseSummary {
+  std::uint64_t json_bytes = 0;       // JSON text read (decompressed)
+  std::uint64_t event_objects = 0;    // elements of traceEvents
+  std::uint64_t complete_events = 0;  // "ph":"X" events handed to the sink
+  std::uint64_t skipped_events = 0;   // lenient: events that could not be read
+  std::uint64_t skipped_bytes = 0;    // lenient: bytes skipped (bad events, garbage, a truncated end)
+  bool truncated = false;             // lenient: the input ended inside the document
+  std::vector<std::string> problems;  // lenient: the first few problems, each with its byte offset
+};
+
+// Reads the whole input. `header` receives distributedInfo and deviceProperties wherever they are in the
+// top-level object. The error's `file` is left empty for the caller to fill in.
+std::expected<ParseSummary, TraceError> parse_trace(TraceByteReader& reader, TraceEventSink& sink, TraceHeader& header,
+                                                    const ParseOptions& options);
+
+}  // namespace gpuscope::trace

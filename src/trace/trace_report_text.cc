@@ -1,0 +1,167 @@
+#include "trace/trace_report_text.h"
+
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "trace/rank_comparison.h"
+
+namespace gpuscope::trace {
+namespace {
+
+std::string duration(std::int64_t ns) {
+  const double v = static_cast<double>(ns);
+  const double a = v < 0 ? -v : v;
+  if (a >= 1e9) return fmt::format("{:.3f} s", v / 1e9);
+  if (a >= 1e6) return fmt::format("{:.2f} ms", v / 1e6);
+  if (a >= 1e3) return fmt::format("{:.1f} us", v / 1e3);
+  return fmt::format("{} ns", ns);
+}
+
+std::string bytes_text(double b) {
+  if (b >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
+  if (b >= 1e6) return fmt::format("{:.1f} MB", b / 1e6);
+  if (b >= 1e3) return fmt::format("{:.1f} kB", b / 1e3);
+  return fmt::format("{:.0f} B", b);
+}
+
+double ratio(std::int64_t part, std::int64_t whole) {
+  return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0;
+}
+
+std::string pct(double r) { return fmt::format("{:.1f}%", 100 * r); }
+
+std::string shorten(const std::string& name, std::size_t width) {
+  if (name.size() <= width) return name;
+  return name.substr(0, width - 3) + "...";
+}
+
+void device_section(std::string& out, const DeviceReport& d) {
+  auto o = std::back_inserter(out);
+  fmt::format_to(o, "\nGPU {}{}: active window {}\n", d.device, d.name.empty() ? "" : fmt::format(" ({})", d.name),
+                 duration(d.window_ns()));
+  fmt::format_to(o, "  busy            {:>10}  {:>6}   (union of kernels, memcpy, memset)\n", duration(d.busy_ns),
+                 pct(ratio(d.busy_ns, d.window_ns())));
+  fmt::format_to(o, "  idle            {:>10}  {:>6}   host wait {}, kernel wait {}, other {}\n", duration(d.idle_ns()),
+                 pct(ratio(d.idle_ns(), d.window_ns())), pct(ratio(d.idle.host_wait_ns, d.idle_ns())),
+                 pct(ratio(d.idle.kernel_wait_ns, d.idle_ns())), pct(ratio(d.idle.other_ns, d.idle_ns())));
+  const std::int64_t all = d.computation_ns + d.communication_ns + d.memory_ns;
+  fmt::format_to(o, "  computation     {:>10}  {:>6}   of GPU activity time\n", duration(d.computation_ns), pct(ratio(d.computation_ns, all)));
+  fmt::format_to(o, "  communication   {:>10}  {:>6}   NCCL; {} of it overlaps computation\n", duration(d.communication_ns),
+                 pct(ratio(d.communication_ns, all)), pct(ratio(d.overlap_ns, d.communication_union_ns)));
+  fmt::format_to(o, "  memory          {:>10}  {:>6}   memcpy + memset\n", duration(d.memory_ns), pct(ratio(d.memory_ns, all)));
+  const auto& l = d.launch;
+  fmt::format_to(o, "  launches        {} runtime calls, mean {} (max {}); launch delay mean {}, p50 {}, p95 {}, max {}\n",
+                 l.calls, duration(l.calls > 0 ? l.call_total_ns / static_cast<std::int64_t>(l.calls) : 0),
+                 duration(l.call_max_ns), duration(l.delay_mean_ns), duration(l.delay_p50_ns), duration(l.delay_p95_ns),
+                 duration(l.delay_max_ns));
+  fmt::format_to(o, "  short kernels   {} of {} kernels under 10 us ({}), {} of kernel time\n", l.short_kernels, l.kernels,
+                 pct(l.kernels > 0 ? static_cast<double>(l.short_kernels) / static_cast<double>(l.kernels) : 0),
+                 pct(ratio(l.short_kernel_ns, d.kernel_total_ns)));
+  fmt::format_to(o, "  data loading    {} of GPU idle time inside DataLoader annotations ({} of idle)\n",
+                 duration(d.data_loading_idle_ns), pct(ratio(d.data_loading_idle_ns, d.idle_ns())));
+
+  fmt::format_to(o, "\n  {:>8} {:>11} {:>11} {:>11} {:>11} {:>11} {:>10}\n", "stream", "busy", "idle", "host wait", "kernel wait",
+                 "other", "activities");
+  for (const auto& s : d.streams) {
+    fmt::format_to(o, "  {:>8} {:>11} {:>11} {:>11} {:>11} {:>11} {:>10}\n", s.stream, duration(s.busy_ns),
+                   duration(s.window_ns - s.busy_ns), duration(s.idle.host_wait_ns), duration(s.idle.kernel_wait_ns),
+                   duration(s.idle.other_ns), s.activities);
+  }
+
+  if (!d.top_kernels.empty()) {
+    fmt::format_to(o, "\n  top {} kernels by total time\n  {:<60} {:>7} {:>11} {:>10} {:>10} {:>6}\n", d.top_kernels.size(), "kernel",
+                   "count", "total", "mean", "max", "share");
+    for (const auto& k : d.top_kernels) {
+      fmt::format_to(o, "  {:<60} {:>7} {:>11} {:>10} {:>10} {:>6}\n", shorten(k.name, 60), k.count, duration(k.total_ns),
+                     duration(k.count > 0 ? k.total_ns / static_cast<std::int64_t>(k.count) : 0), duration(k.max_ns), pct(k.share));
+    }
+  }
+  if (!d.transfers.empty()) {
+    fmt::format_to(o, "\n  {:<9} {:>7} {:>11} {:>11} {:>12}\n", "transfer", "count", "bytes", "time", "bandwidth");
+    for (const auto& t : d.transfers) {
+      fmt::format_to(o, "  {:<9} {:>7} {:>11} {:>11} {:>12}\n", t.direction, t.count, bytes_text(static_cast<double>(t.bytes)),
+                     duration(t.duration_ns), bytes_text(t.bytes_per_second()) + "/s");
+    }
+  }
+  fmt::format_to(o, "\n  Verdict: {}: {}.\n  Fix: {}.\n", verdict_name(d.verdict.kind), d.verdict.evidence, d.verdict.fix);
+}
+
+void rank_section(std::string& out, const RankReport& r) {
+  auto o = std::back_inserter(out);
+  const std::int64_t rank = display_rank(r);
+  fmt::format_to(o, "== {}{}\n", r.file,
+                 rank >= 0 ? fmt::format(" (rank {}{})", rank, r.world_size ? fmt::format(" of {}", *r.world_size) : "") : "");
+  fmt::format_to(o, "read {} of JSON, {} events ({} complete) in {:.2f} s", bytes_text(static_cast<double>(r.parse.json_bytes)),
+                 r.parse.event_objects, r.parse.complete_events, r.parse_seconds);
+  if (r.parse_seconds > 0) fmt::format_to(o, " ({}/s)", bytes_text(static_cast<double>(r.parse.json_bytes) / r.parse_seconds));
+  fmt::format_to(o, "\n");
+  if (r.parse.skipped_events > 0 || r.parse.skipped_bytes > 0 || r.parse.truncated) {
+    fmt::format_to(o, "lenient: skipped {} events, {} bytes{}\n", r.parse.skipped_events, r.parse.skipped_bytes,
+                   r.parse.truncated ? " (the file is truncated)" : "");
+    for (const auto& p : r.parse.problems) fmt::format_to(o, "  {}\n", p);
+  }
+  fmt::format_to(o, "trace span {}", duration(r.span_ns()));
+  if (r.steps.count > 0) {
+    fmt::format_to(o, ", {} profiler steps, mean {} (max {})", r.steps.count, duration(r.steps.mean_ns), duration(r.steps.max_ns));
+  }
+  fmt::format_to(o, ", DataLoader annotations {}\n", duration(r.data_loading_ns));
+  if (r.devices.empty()) fmt::format_to(o, "no GPU activity (kernels, memcpy, memset) in this trace\n");
+  for (const auto& d : r.devices) device_section(out, d);
+  if (!r.python_functions.empty()) {
+    fmt::format_to(o, "\n  top {} python functions by inclusive time\n", r.python_functions.size());
+    for (const auto& f : r.python_functions) {
+      fmt::format_to(o, "  {:<60} {:>7} {:>11} {:>6} of span\n", shorten(f.name, 60), f.count, duration(f.total_ns), pct(f.share));
+    }
+  }
+}
+
+void comparison_table(std::string& out, const TraceReport& report) {
+  auto o = std::back_inserter(out);
+  fmt::format_to(o, "{} ranks\n\n{:>5} {:>11} {:>11} {:>7} {:>8} {:>8} {:>6} {:>11}  {}\n", report.ranks.size(), "rank", "span", "gpu busy",
+                 "idle", "host wt", "comm", "steps", "mean step", "verdict");
+  for (const auto& r : report.ranks) {
+    const DeviceReport* d = r.main_device();
+    std::int64_t busy = 0, window = 0, comm = 0, host = 0;
+    for (const auto& dev : r.devices) {
+      busy += dev.busy_ns;
+      window += dev.window_ns();
+      comm += dev.communication_union_ns;
+      host += dev.idle.host_wait_ns;
+    }
+    fmt::format_to(o, "{:>5} {:>11} {:>11} {:>7} {:>8} {:>8} {:>6} {:>11}  {}\n", display_rank(r), duration(r.span_ns()), duration(busy),
+                   pct(ratio(window - busy, window)), pct(ratio(host, window - busy)), pct(ratio(comm, window)), r.steps.count,
+                   r.steps.count > 0 ? duration(r.steps.mean_ns) : std::string("-"),
+                   d != nullptr ? verdict_name(d->verdict.kind) : std::string("no GPU work"));
+  }
+  if (report.comparison.straggler) fmt::format_to(o, "\nStraggler: {}.\n", report.comparison.straggler->evidence);
+}
+
+}  // namespace
+
+std::string trace_report_text(const TraceReport& report, const TextReportOptions& options) {
+  std::string out;
+  for (const auto& s : report.skipped_files) out += fmt::format("skipped (unreadable): {}\n", s);
+  if (report.ranks.size() == 1) {
+    rank_section(out, report.ranks.front());
+    return out;
+  }
+  comparison_table(out, report);
+  if (options.all_ranks_in_detail) {
+    for (const auto& r : report.ranks) {
+      out += "\n";
+      rank_section(out, r);
+    }
+  } else {
+    out += "\n";
+    for (const auto& r : report.ranks) {
+      const DeviceReport* d = r.main_device();
+      if (d == nullptr) continue;
+      out += fmt::format("rank {}: {}: {}.\n", display_rank(r), verdict_name(d->verdict.kind), d->verdict.evidence);
+    }
+    out += "\n(--rank R shows one rank in full, --detail all of them)\n";
+  }
+  return out;
+}
+
+}  // namespace gpuscope::trace

@@ -1,0 +1,167 @@
+#include "http/query_api.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "store/series_set.h"
+
+namespace gpuscope::http {
+namespace {
+
+using nlohmann::json;
+
+// Two GPUs' utilization every 15 s for 10 minutes from t=1000 s, and one memory series.
+class QueryApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i <= 40; ++i) {
+      const std::int64_t t = 1'000'000 + i * 15'000;
+      data_.add(store::Labels{{"__name__", "DCGM_FI_DEV_GPU_UTIL"}, {"gpu", "0"}, {"Hostname", "node1"}}, t, 10.0 + i);
+      data_.add(store::Labels{{"__name__", "DCGM_FI_DEV_GPU_UTIL"}, {"gpu", "1"}, {"Hostname", "node1"}}, t, 90.0);
+      data_.add(store::Labels{{"__name__", "DCGM_FI_DEV_FB_USED"}, {"gpu", "0"}, {"Hostname", "node1"}}, t, 1024.5);
+    }
+    QueryApiOptions o;
+    o.version = "9.9.9";
+    api_ = std::make_unique<QueryApi>(data_, o, [] { return std::int64_t{1'300'000}; });
+  }
+
+  HttpResponse get(std::string path, std::vector<std::pair<std::string, std::string>> args) {
+    return api_->handle(HttpRequest("GET", path, {}, std::move(args)));
+  }
+  static json body(const HttpResponse& r) { return json::parse(r.body); }
+
+  store::SeriesSet data_;
+  std::unique_ptr<QueryApi> api_;
+};
+
+TEST_F(QueryApiTest, InstantQueryReturnsAVectorInPrometheusShape) {
+  auto r = get("/api/v1/query", {{"query", "DCGM_FI_DEV_GPU_UTIL{gpu=\"1\"}"}, {"time", "1300.5"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.content_type, "application/json");
+  auto b = body(r);
+  EXPECT_EQ(b["status"], "success");
+  EXPECT_EQ(b["data"]["resultType"], "vector");
+  ASSERT_EQ(b["data"]["result"].size(), 1u);
+  const auto& s = b["data"]["result"][0];
+  EXPECT_EQ(s["metric"]["__name__"], "DCGM_FI_DEV_GPU_UTIL");
+  EXPECT_EQ(s["metric"]["gpu"], "1");
+  EXPECT_DOUBLE_EQ(s["value"][0].get<double>(), 1300.5);
+  EXPECT_EQ(s["value"][1], "90");  // values are strings, as Prometheus writes them
+}
+
+TEST_F(QueryApiTest, TimeDefaultsToNowAndAcceptsRfc3339) {
+  auto now = body(get("/api/v1/query", {{"query", "time()"}}));
+  EXPECT_EQ(now["data"]["resultType"], "scalar");
+  EXPECT_EQ(now["data"]["result"][1], "1300");
+  auto rfc = body(get("/api/v1/query", {{"query", "time()"}, {"time", "1970-01-01T00:21:40.250Z"}}));
+  EXPECT_EQ(rfc["data"]["result"][1], "1300.25");
+}
+
+TEST_F(QueryApiTest, RangeQueryReturnsAMatrix) {
+  auto r = get("/api/v1/query_range",
+               {{"query", "avg_over_time(DCGM_FI_DEV_GPU_UTIL[1m])"}, {"start", "1100"}, {"end", "1160"}, {"step", "30s"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto b = body(r);
+  EXPECT_EQ(b["data"]["resultType"], "matrix");
+  ASSERT_EQ(b["data"]["result"].size(), 2u);
+  const auto& gpu0 = b["data"]["result"][0];
+  EXPECT_EQ(gpu0["metric"].count("__name__"), 0u);  // avg_over_time drops the name
+  ASSERT_EQ(gpu0["values"].size(), 3u);
+  EXPECT_EQ(gpu0["values"][0][0].get<double>(), 1100);
+  // The window (1040 s, 1100 s] holds the samples at 1045, 1060, 1075 and 1090 s: 13, 14, 15, 16.
+  EXPECT_EQ(gpu0["values"][0][1], "14.5");
+}
+
+TEST_F(QueryApiTest, PostFormBodyWorksLikeGet) {
+  HttpRequest req("POST", "/api/v1/query", {{"Content-Type", "application/x-www-form-urlencoded"}}, {},
+                  "query=sum+by+%28Hostname%29+%28DCGM_FI_DEV_GPU_UTIL%29&time=1300");
+  auto r = api_->handle(req);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto b = body(r);
+  ASSERT_EQ(b["data"]["result"].size(), 1u);
+  EXPECT_EQ(b["data"]["result"][0]["metric"], json({{"Hostname", "node1"}}));
+  EXPECT_EQ(b["data"]["result"][0]["value"][1], "120");  // 30 (the sample at 1300 s) + 90
+}
+
+TEST_F(QueryApiTest, ParseErrorsAreBadDataWithPrometheusShape) {
+  auto r = get("/api/v1/query", {{"query", "sum(DCGM_FI_DEV_GPU_UTIL"}, {"time", "1300"}});
+  EXPECT_EQ(r.status, 400);
+  auto b = body(r);
+  EXPECT_EQ(b["status"], "error");
+  EXPECT_EQ(b["errorType"], "bad_data");
+  EXPECT_NE(b["error"].get<std::string>().find("parse error"), std::string::npos) << b["error"];
+}
+
+TEST_F(QueryApiTest, ExecutionErrorsAre422) {
+  // Two series with one label set after the name is dropped: Prometheus's execution error.
+  auto r = get("/api/v1/query", {{"query", "rate({gpu=\"0\"}[5m])"}, {"time", "1300"}});
+  EXPECT_EQ(r.status, 422) << r.body;
+  EXPECT_EQ(body(r)["errorType"], "execution");
+}
+
+TEST_F(QueryApiTest, BadParametersNameTheParameter) {
+  auto missing = body(get("/api/v1/query", {}));
+  EXPECT_EQ(missing["errorType"], "bad_data");
+  auto bad_time = get("/api/v1/query", {{"query", "1"}, {"time", "yesterday"}});
+  EXPECT_EQ(bad_time.status, 400);
+  EXPECT_NE(body(bad_time)["error"].get<std::string>().find("invalid parameter \"time\""), std::string::npos);
+  auto zero_step = body(get("/api/v1/query_range", {{"query", "1"}, {"start", "0"}, {"end", "10"}, {"step", "0"}}));
+  EXPECT_NE(zero_step["error"].get<std::string>().find("zero or negative"), std::string::npos);
+  auto backwards = body(get("/api/v1/query_range", {{"query", "1"}, {"start", "10"}, {"end", "0"}, {"step", "1"}}));
+  EXPECT_NE(backwards["error"].get<std::string>().find("end timestamp must not be before start time"), std::string::npos);
+}
+
+TEST_F(QueryApiTest, TooManyPointsPerSeriesIsRefused) {
+  auto r = get("/api/v1/query_range", {{"query", "1"}, {"start", "0"}, {"end", "100000"}, {"step", "1"}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(body(r)["error"].get<std::string>().find("exceeded maximum resolution of 11000 points"), std::string::npos);
+}
+
+TEST_F(QueryApiTest, SeriesLabelsAndLabelValues) {
+  auto series = body(get("/api/v1/series", {{"match[]", "DCGM_FI_DEV_GPU_UTIL"}, {"match[]", "{__name__=~\"DCGM_FI_DEV_FB.*\"}"}}));
+  ASSERT_EQ(series["status"], "success");
+  EXPECT_EQ(series["data"].size(), 3u);
+  auto labels = body(get("/api/v1/labels", {}));
+  EXPECT_EQ(labels["data"], json({"Hostname", "__name__", "gpu"}));
+  auto names = body(get("/api/v1/label/__name__/values", {}));
+  EXPECT_EQ(names["data"], json({"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_GPU_UTIL"}));
+  auto gpus = body(get("/api/v1/label/gpu/values", {{"match[]", "DCGM_FI_DEV_FB_USED"}}));
+  EXPECT_EQ(gpus["data"], json({"0"}));
+  auto none = get("/api/v1/series", {});
+  EXPECT_EQ(none.status, 400);
+  auto bad = get("/api/v1/series", {{"match[]", "rate(x[5m])"}});
+  EXPECT_EQ(bad.status, 400);
+}
+
+TEST_F(QueryApiTest, BuildinfoAndMethods) {
+  auto b = body(get("/api/v1/status/buildinfo", {}));
+  EXPECT_EQ(b["status"], "success");
+  EXPECT_TRUE(b["data"].contains("version"));
+  EXPECT_EQ(b["data"]["application"], "gpuscope 9.9.9");
+  auto del = api_->handle(HttpRequest("DELETE", "/api/v1/query"));
+  EXPECT_EQ(del.status, 405);
+  auto post_no_form = api_->handle(HttpRequest("POST", "/api/v1/query", {{"Content-Type", "application/json"}}));
+  EXPECT_EQ(post_no_form.status, 400);
+}
+
+TEST(QueryApiParams, TimesDurationsAndForms) {
+  EXPECT_EQ(parse_api_time("1700000000").value(), 1'700'000'000'000);
+  EXPECT_EQ(parse_api_time("1700000000.123").value(), 1'700'000'000'123);
+  EXPECT_EQ(parse_api_time("2023-11-14T22:13:20Z").value(), 1'700'000'000'000);
+  EXPECT_EQ(parse_api_time("2023-11-14T23:13:20.5+01:00").value(), 1'700'000'000'500);
+  EXPECT_FALSE(parse_api_time("2023-11-14").has_value());
+  EXPECT_FALSE(parse_api_time("").has_value());
+  EXPECT_EQ(parse_api_duration("15").value(), 15'000);
+  EXPECT_EQ(parse_api_duration("0.5").value(), 500);
+  EXPECT_EQ(parse_api_duration("1m30s").value(), 90'000);
+  EXPECT_FALSE(parse_api_duration("fast").has_value());
+  auto f = parse_form("a=1&match%5B%5D=x%7Bj%3D%22a+b%22%7D&&empty=");
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_EQ(f[1].first, "match[]");
+  EXPECT_EQ(f[1].second, "x{j=\"a b\"}");
+  EXPECT_EQ(f[2].second, "");
+}
+
+}  // namespace
+}  // namespace gpuscope::http

@@ -1,0 +1,111 @@
+// `gpuscope trace` as a user runs it: the real binary, its exit codes, the report and the JSON.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "e2e/command_runner.h"
+#include "trace_test_support.h"
+
+namespace gpuscope::trace {
+namespace {
+
+using e2e::run_command;
+using testing::conformance_trace;
+
+e2e::CommandResult gpuscope(std::vector<std::string> args) {
+  args.insert(args.begin(), {GPUSCOPE_EXE, "trace"});
+  // No NVML anywhere: the verb must not need it.
+  return run_command(args, {{"LD_LIBRARY_PATH", "/nonexistent"}}, 120);
+}
+
+TEST(TraceCli, ReportOnTheRealTrace) {
+  auto r = gpuscope({conformance_trace("trace_diff__control__control.json.gz")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("rank 3 of 8"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GPU 3 (NVIDIA A100-PG509-200)"), std::string::npos);
+  EXPECT_NE(r.out.find("host wait"), std::string::npos);
+  EXPECT_NE(r.out.find("top 10 kernels"), std::string::npos);
+  EXPECT_NE(r.out.find("Verdict: launch bound"), std::string::npos);
+  EXPECT_NE(r.out.find("Fix: "), std::string::npos);
+  EXPECT_TRUE(r.err.empty()) << r.err;  // no progress bar when stderr is not a terminal
+}
+
+TEST(TraceCli, JsonInBaseUnits) {
+  auto r = gpuscope({conformance_trace("trace_diff__control__control.json.gz"), "--format", "json", "--top", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  const auto& rank = doc["ranks"][0];
+  EXPECT_EQ(rank["rank"], 3);
+  const auto& d = rank["devices"][0];
+  EXPECT_NEAR(d["busy_seconds"].get<double>(), 0.388587, 1e-9);
+  EXPECT_NEAR(d["busy_seconds"].get<double>() + d["idle_seconds"].get<double>(), d["window_seconds"].get<double>(), 1e-9);
+  EXPECT_NEAR(d["idle_ratio"].get<double>(), 0.076007 / 0.464594, 1e-9);
+  EXPECT_EQ(d["top_kernels"].size(), 3u);
+  EXPECT_EQ(d["verdict"]["kind"], "launch_bound");
+  EXPECT_TRUE(d["launch"].contains("launch_delay_mean_seconds"));
+  EXPECT_TRUE(d["transfers"][0].contains("bandwidth_bytes_per_second"));
+  EXPECT_EQ(rank["parse"]["json_bytes"], 34825284);
+}
+
+TEST(TraceCli, DirectoryTableAndStraggler) {
+  testing::TempDir dir;
+  for (const char* name : {"trace_filter__sampled_rank-0.json.gz", "trace_filter__sampled_rank-1.json.gz"}) {
+    std::ifstream in(conformance_trace(name), std::ios::binary);
+    dir.write(name, std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
+  }
+  auto r = gpuscope({dir.path()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("2 ranks"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Straggler: rank 1"), std::string::npos) << r.out;
+  auto one = gpuscope({dir.path(), "--rank", "0"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_NE(one.out.find("(rank 0 of 128)"), std::string::npos) << one.out;
+  auto missing = gpuscope({dir.path(), "--rank", "5"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("no trace for rank 5"), std::string::npos) << missing.err;
+}
+
+TEST(TraceCli, BadDataExitsOneWithTheOffset) {
+  testing::TempDir dir;
+  const std::string truncated = dir.write("t.json", R"({"traceEvents": [{"ph": "X", "ts": 1)");
+  auto r = gpuscope({truncated});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("at byte 35"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+
+  const std::string negative =
+      dir.write("n.json", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1, "dur": -5}]})");
+  auto n = gpuscope({negative});
+  EXPECT_EQ(n.exit_code, 1);
+  EXPECT_NE(n.err.find("negative duration at byte 62"), std::string::npos) << n.err;
+
+  auto lenient = gpuscope({truncated, "--lenient"});
+  EXPECT_EQ(lenient.exit_code, 0) << lenient.err;
+  EXPECT_NE(lenient.out.find("lenient: skipped"), std::string::npos) << lenient.out;
+
+  auto missing = gpuscope({dir.path() + "/nope.json"});
+  EXPECT_EQ(missing.exit_code, 1);
+  auto not_json = gpuscope({dir.write("x.json", "PK\x03\x04 zip")});
+  EXPECT_EQ(not_json.exit_code, 1);
+  EXPECT_NE(not_json.err.find("at byte 0"), std::string::npos) << not_json.err;
+}
+
+TEST(TraceCli, BadFlagsExitTwo) {
+  EXPECT_EQ(gpuscope({}).exit_code, 2);
+  EXPECT_EQ(gpuscope({conformance_trace("trace_diff__control__control.json.gz"), "--format", "xml"}).exit_code, 2);
+  EXPECT_EQ(gpuscope({conformance_trace("trace_diff__control__control.json.gz"), "--top", "0"}).exit_code, 2);
+  EXPECT_EQ(gpuscope({conformance_trace("trace_diff__control__control.json.gz"), "--rank", "x"}).exit_code, 2);
+  EXPECT_EQ(gpuscope({conformance_trace("trace_diff__control__control.json.gz"), "--dataloader-pattern", "("}).exit_code, 2);
+  EXPECT_EQ(gpuscope({conformance_trace("trace_diff__control__control.json.gz"), "--no-such-flag"}).exit_code, 2);
+}
+
+TEST(TraceCli, HelpHasAnExample) {
+  auto r = gpuscope({"--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("Example:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("gpuscope trace trace.json.gz"), std::string::npos);
+  EXPECT_NE(r.out.find("--lenient"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpuscope::trace

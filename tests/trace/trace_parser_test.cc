@@ -1,0 +1,250 @@
+// The streaming parser: structure found across window boundaries, the header read wherever it is, and
+// every class of bad input reported with its byte offset (or skipped and counted with --lenient).
+#include "trace/trace_parser.h"
+
+#include <gtest/gtest.h>
+
+#include "trace/json_structure_scanner.h"
+#include "trace/trace_event_decoder.h"
+#include "trace_test_support.h"
+
+namespace gpuscope::trace {
+namespace {
+
+using testing::parse_text;
+
+TEST(JsonStructureScanner, IgnoresBracketsInsideStringsAndEscapedQuotes) {
+  // 130 bytes: crosses two 64-byte blocks, with a string that spans a block boundary.
+  std::string text = R"({"a": "x{[\"]}\\", "b": [1, {"c": "})" + std::string(80, ' ') + R"("}]})";
+  JsonStructureScanner scanner;
+  std::string found;
+  scanner.scan(text.data(), 0, text.size(), true, [&](JsonBracket b) {
+    found += b.byte;
+    return false;
+  });
+  EXPECT_EQ(found, "{[{}]}");
+}
+
+TEST(JsonStructureScanner, CarriesStringStateAcrossCalls) {
+  std::string text = "[\"" + std::string(62, '{') + std::string(64, '}') + "\"]" + std::string(62, ' ');
+  JsonStructureScanner scanner;
+  std::string found;
+  auto visit = [&](JsonBracket b) {
+    found += b.byte;
+    return false;
+  };
+  const std::size_t stop = scanner.scan(text.data(), 0, 64, false, visit);
+  EXPECT_EQ(stop, 64u);
+  EXPECT_TRUE(scanner.inside_string());
+  scanner.scan(text.data(), stop, text.size(), true, visit);
+  EXPECT_EQ(found, "[]");
+}
+
+TEST(JsonStructureScanner, BackslashRunsAtABlockEdge) {
+  // An even run of backslashes ending exactly at byte 63 escapes nothing; the quote after it closes.
+  std::string text = "[\"" + std::string(60, 'a') + "\\\\" + "\"]";
+  text.resize(192, ' ');
+  JsonStructureScanner scanner;
+  std::string found;
+  scanner.scan(text.data(), 0, text.size(), true, [&](JsonBracket b) {
+    found += b.byte;
+    return false;
+  });
+  EXPECT_EQ(found, "[]");
+}
+
+TEST(MicrosecondsText, ExactNanoseconds) {
+  EXPECT_EQ(microseconds_text_to_ns("1682725898082228"), 1682725898082228000);
+  EXPECT_EQ(microseconds_text_to_ns("1682725898082228.5"), 1682725898082228500);
+  EXPECT_EQ(microseconds_text_to_ns("12.3456"), 12345);
+  EXPECT_EQ(microseconds_text_to_ns("-3.5"), -3500);
+  EXPECT_EQ(microseconds_text_to_ns("3e2"), 300000);
+  EXPECT_EQ(microseconds_text_to_ns("0"), 0);
+  EXPECT_FALSE(microseconds_text_to_ns("x").has_value());
+  EXPECT_FALSE(microseconds_text_to_ns("1.").has_value());
+  EXPECT_FALSE(microseconds_text_to_ns("99999999999999999999").has_value());
+}
+
+TEST(TraceParser, ReadsHeaderBeforeOrAfterTheEventsAndCountsEvents) {
+  auto parsed = parse_text(R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 2},
+      {"ph": "M", "name": "process_name", "args": {"name": "x"}}],
+      "deviceProperties": [{"id": 3, "name": "H100"}], "distributedInfo": {"rank": 7, "world_size": 16}, "x": [true, null]})");
+  ASSERT_TRUE(parsed.summary.has_value()) << parsed.summary.error().what();
+  EXPECT_EQ(parsed.timeline.header.rank, 7);
+  EXPECT_EQ(parsed.timeline.header.world_size, 16);
+  EXPECT_EQ(parsed.timeline.header.device_names.at(3), "H100");
+  EXPECT_EQ(parsed.summary->event_objects, 2u);
+  EXPECT_EQ(parsed.summary->complete_events, 1u);
+  EXPECT_EQ(parsed.timeline.cpu_ops, 1u);
+}
+
+TEST(TraceParser, AcceptsTheBareArrayFormatAndEmptyTraces) {
+  auto bare = parse_text(R"([{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 2}])");
+  ASSERT_TRUE(bare.summary.has_value());
+  EXPECT_EQ(bare.summary->complete_events, 1u);
+  auto empty = parse_text("\xEF\xBB\xBF{\"traceEvents\": [ ]}\n");
+  ASSERT_TRUE(empty.summary.has_value()) << empty.summary.error().what();
+  EXPECT_EQ(empty.summary->event_objects, 0u);
+}
+
+TEST(TraceParser, StringsWithBracketsAndEscapesInEvents) {
+  auto parsed = parse_text(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k<{]}\"\\>", "ts": 1, "dur": 2,
+      "args": {"device": 0, "stream": 1, "correlation": 1, "grid": [1, {"x": "]"}]}}]})");
+  ASSERT_TRUE(parsed.summary.has_value()) << parsed.summary.error().what();
+  ASSERT_EQ(parsed.timeline.names.size(), 1u);
+  EXPECT_EQ(parsed.timeline.names[0], "k<{]}\"\\>");
+}
+
+struct BadInput {
+  const char* label;
+  std::string json;
+  TraceErrorKind kind;
+  std::int64_t offset;  // -1: check only that one is given
+};
+
+class TraceParserErrors : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(TraceParserErrors, OneLineWithTheByteOffset) {
+  const BadInput& bad = GetParam();
+  for (const std::size_t window : {std::size_t{8} << 20, std::size_t{64}}) {
+    ParseOptions options;
+    options.window_bytes = window;
+    auto parsed = parse_text(bad.json, options);
+    ASSERT_FALSE(parsed.summary.has_value()) << bad.label;
+    const TraceError& e = parsed.summary.error();
+    EXPECT_EQ(e.kind, bad.kind) << bad.label << ": " << e.what();
+    if (bad.offset >= 0) {
+      EXPECT_EQ(e.byte_offset, bad.offset) << bad.label << ": " << e.what();
+    } else {
+      EXPECT_GE(e.byte_offset, 0) << bad.label << ": " << e.what();
+    }
+    EXPECT_NE(e.what().find(" at byte "), std::string::npos) << e.what();
+    EXPECT_EQ(e.what().find('\n'), std::string::npos) << e.what();
+  }
+}
+
+const std::string kEvent = R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2, "args": {"device": 0, "stream": 7}})";
+
+INSTANTIATE_TEST_SUITE_P(
+    Classes, TraceParserErrors,
+    ::testing::Values(
+        BadInput{"truncated inside an event", R"({"traceEvents": [{"ph": "X", "ts": 1)", TraceErrorKind::kTruncated, 35},
+        BadInput{"truncated after an event", R"({"traceEvents": [)" + kEvent, TraceErrorKind::kTruncated,
+                 static_cast<std::int64_t>(17 + kEvent.size())},
+        BadInput{"truncated in the header", R"({"distributedInfo": {"rank": )", TraceErrorKind::kTruncated, 29},
+        BadInput{"empty", "", TraceErrorKind::kTruncated, 0},
+        BadInput{"not JSON", "hello world", TraceErrorKind::kNotJson, 0},
+        BadInput{"binary", std::string("\x00\x01\x02", 3), TraceErrorKind::kNotJson, 0},
+        BadInput{"broken event", R"({"traceEvents": [{"ph": "X", "ts": 1,, "dur": 2}]})", TraceErrorKind::kNotJson, -1},
+        BadInput{"missing comma", R"({"traceEvents": [{"ph": "M"} {"ph": "M"}]})", TraceErrorKind::kNotJson, 29},
+        BadInput{"trailing comma", R"({"traceEvents": [{"ph": "M"},]})", TraceErrorKind::kNotJson, 28},
+        BadInput{"bytes after the trace", R"({"traceEvents": []} x)", TraceErrorKind::kNotJson, 20},
+        BadInput{"no traceEvents", R"({"schemaVersion": 1})", TraceErrorKind::kNotATrace, 19},
+        BadInput{"traceEvents not an array", R"({"traceEvents": {"a": 1}})", TraceErrorKind::kNotATrace, 16},
+        BadInput{"element not an object", R"({"traceEvents": [1, {"ph": "M"}]})", TraceErrorKind::kNotATrace, 17},
+        BadInput{"element an array", R"({"traceEvents": [{"ph": "M"}, [1]]})", TraceErrorKind::kNotATrace, 30},
+        BadInput{"a JSON number", "42", TraceErrorKind::kNotATrace, 0},
+        BadInput{"ts a string", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": "12", "dur": 2}]})",
+                 TraceErrorKind::kBadField, 51},
+        BadInput{"dur null", R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "ts": 1, "dur": null}]})", TraceErrorKind::kBadField, 62},
+        BadInput{"stream a string", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1, "dur": 2, "args": {"stream": "7"}}]})",
+                 TraceErrorKind::kBadField, 85},
+        BadInput{"ph a number", R"({"traceEvents": [{"ph": 1}]})", TraceErrorKind::kBadField, -1},
+        BadInput{"negative duration", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1, "dur": -5}]})",
+                 TraceErrorKind::kBadValue, 62},
+        BadInput{"complete event without ts", R"({"traceEvents": [{"ph": "X", "dur": 5}]})", TraceErrorKind::kBadField, -1}),
+    [](const ::testing::TestParamInfo<BadInput>& info) {
+      std::string name = info.param.label;
+      for (char& c : name) {
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      }
+      return name;
+    });
+
+TEST(TraceParser, TruncatedGzipIsAnErrorWithTheJsonOffset) {
+  std::string json = R"({"traceEvents": [)";
+  for (int i = 0; i < 2000; ++i) json += kEvent + ",";
+  json += kEvent + "]}";
+  const std::string gz = testing::gzip_text(json);
+  const std::string cut = gz.substr(0, gz.size() / 2);
+  auto reader = TraceByteReader::from_memory(cut.data(), cut.size());
+  RankTimeline timeline;
+  const std::regex pattern("DataLoader");
+  TimelineBuilder builder(timeline, pattern);
+  auto summary = parse_trace(reader, builder, timeline.header, {});
+  ASSERT_FALSE(summary.has_value());
+  EXPECT_EQ(summary.error().kind, TraceErrorKind::kTruncated);
+  EXPECT_GT(summary.error().byte_offset, 0);
+
+  // Lenient: every whole event before the cut is kept.
+  auto lenient_reader = TraceByteReader::from_memory(cut.data(), cut.size());
+  RankTimeline kept;
+  TimelineBuilder kept_builder(kept, pattern);
+  ParseOptions lenient;
+  lenient.lenient = true;
+  auto partial = parse_trace(lenient_reader, kept_builder, kept.header, lenient);
+  ASSERT_TRUE(partial.has_value()) << partial.error().what();
+  EXPECT_TRUE(partial->truncated);
+  EXPECT_GT(kept.activities.size(), 100u);
+  EXPECT_LT(kept.activities.size(), 2001u);
+}
+
+TEST(TraceParser, DamagedGzipIsNotJson) {
+  std::string gz = testing::gzip_text(R"({"traceEvents": []})");
+  gz[12] = static_cast<char>(gz[12] ^ 0x55);
+  gz[13] = static_cast<char>(gz[13] ^ 0x55);
+  auto reader = TraceByteReader::from_memory(gz.data(), gz.size());
+  RankTimeline timeline;
+  const std::regex pattern("DataLoader");
+  TimelineBuilder builder(timeline, pattern);
+  auto summary = parse_trace(reader, builder, timeline.header, {});
+  ASSERT_FALSE(summary.has_value());
+  EXPECT_TRUE(summary.error().kind == TraceErrorKind::kNotJson || summary.error().kind == TraceErrorKind::kTruncated)
+      << summary.error().what();
+}
+
+TEST(TraceParser, LenientSkipsBadEventsAndCountsThem) {
+  const std::string json = std::string(R"({"traceEvents": [)") + kEvent + "," +
+                           R"({"ph": "X", "cat": "kernel", "ts": "bad", "dur": 2},)" + kEvent + "," +
+                           R"({"ph": "X", "cat": "kernel", "ts": 1, "dur": -2},)" + R"(17, )" + kEvent + "," +
+                           R"({"ph": "X", "ts": 1,, "dur": 2},)" + kEvent + "]}";
+  ParseOptions options;
+  options.lenient = true;
+  for (const std::size_t window : {std::size_t{8} << 20, std::size_t{64}}) {
+    options.window_bytes = window;
+    auto parsed = parse_text(json, options);
+    ASSERT_TRUE(parsed.summary.has_value()) << parsed.summary.error().what();
+    EXPECT_EQ(parsed.timeline.activities.size(), 4u);
+    EXPECT_EQ(parsed.summary->skipped_events, 4u);
+    EXPECT_GT(parsed.summary->skipped_bytes, 0u);
+    EXPECT_FALSE(parsed.summary->truncated);
+    ASSERT_FALSE(parsed.summary->problems.empty());
+    EXPECT_NE(parsed.summary->problems[0].find("at byte"), std::string::npos);
+  }
+}
+
+TEST(TraceParser, LenientTruncatedPlainText) {
+  const std::string json = std::string(R"({"traceEvents": [)") + kEvent + "," + kEvent + "," + kEvent.substr(0, 30);
+  ParseOptions options;
+  options.lenient = true;
+  auto parsed = parse_text(json, options);
+  ASSERT_TRUE(parsed.summary.has_value());
+  EXPECT_TRUE(parsed.summary->truncated);
+  EXPECT_EQ(parsed.timeline.activities.size(), 2u);
+  EXPECT_EQ(parsed.summary->skipped_bytes, 31u);  // the "," before the cut event and its 30 bytes
+}
+
+TEST(TraceParser, LargeEventGrowsTheWindow) {
+  const std::string big_name(5000, 'n');
+  const std::string json = R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": ")" + big_name +
+                           R"(", "ts": 1, "dur": 2, "args": {"device": 0, "stream": 7}}]})";
+  ParseOptions options;
+  options.window_bytes = 64;
+  auto parsed = parse_text(json, options);
+  ASSERT_TRUE(parsed.summary.has_value()) << parsed.summary.error().what();
+  ASSERT_EQ(parsed.timeline.names.size(), 1u);
+  EXPECT_EQ(parsed.timeline.names[0].size(), 5000u);
+}
+
+}  // namespace
+}  // namespace gpuscope::trace

@@ -1,0 +1,81 @@
+// Helpers for the trace tests: a hand-written trace (a JSON string) parsed and analysed in memory,
+// optionally through a tiny window so window and batch boundaries fall inside events, and temp files.
+#pragma once
+
+#include <zlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <unistd.h>
+
+#include "trace/rank_analysis.h"
+#include "trace/rank_timeline.h"
+#include "trace/trace_byte_reader.h"
+#include "trace/trace_parser.h"
+
+namespace gpuscope::trace::testing {
+
+struct ParsedTrace {
+  std::expected<ParseSummary, TraceError> summary;
+  RankTimeline timeline;
+};
+
+inline ParsedTrace parse_text(const std::string& json, ParseOptions options = {}) {
+  static const std::regex kPattern("DataLoader");
+  ParsedTrace parsed{std::unexpected(TraceError{}), {}};
+  auto reader = TraceByteReader::from_memory(json.data(), json.size());
+  TimelineBuilder builder(parsed.timeline, kPattern);
+  parsed.summary = parse_trace(reader, builder, parsed.timeline.header, options);
+  return parsed;
+}
+
+inline RankReport analyze_text(const std::string& json, ParseOptions options = {}, AnalysisOptions analysis = {}) {
+  auto parsed = parse_text(json, std::move(options));
+  EXPECT_TRUE(parsed.summary.has_value()) << (parsed.summary ? "" : parsed.summary.error().what());
+  return analyze_rank(parsed.timeline, analysis);
+}
+
+inline std::string gzip_text(const std::string& text) {
+  z_stream zs{};
+  deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&zs, text.size()) + 64, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  zs.avail_in = static_cast<uInt>(text.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  deflate(&zs, Z_FINISH);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+// A directory under the system temp dir, removed with everything in it at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "gpuscope-trace-XXXXXX").string();
+    path_ = ::mkdtemp(tmpl.data()) != nullptr ? tmpl : std::string();
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string write(const std::string& name, const std::string& bytes) const {
+    const std::string file = path_ + "/" + name;
+    std::ofstream(file, std::ios::binary) << bytes;
+    return file;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+inline std::string conformance_trace(const std::string& name) {
+  return std::string(GPUSCOPE_SOURCE_DIR "/../shared/conformance/traces/") + name;
+}
+
+}  // namespace gpuscope::trace::testing
