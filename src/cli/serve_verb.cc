@@ -1,9 +1,14 @@
 #include "cli/serve_verb.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <ctime>
 #include <memory>
 #include <optional>
@@ -35,6 +40,27 @@ constexpr auto kStopGrace = std::chrono::milliseconds(600);
 
 std::int64_t unix_ms_now() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Creates the data directory and takes its lock file; the descriptor stays open for the process's life.
+std::expected<int, std::string> lock_data_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return std::unexpected(fmt::format("cannot create it: {}", ec.message()));
+  const std::string path = dir + "/lock";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return std::unexpected(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char pid[32] = {0};
+    const auto n = ::pread(fd, pid, sizeof pid - 1, 0);
+    ::close(fd);
+    std::string who = n > 0 ? std::string(pid, static_cast<std::size_t>(n)) : std::string("?");
+    while (!who.empty() && (who.back() == '\n' || who.back() == ' ')) who.pop_back();
+    return std::unexpected(fmt::format("in use by another gpuscope serve (pid {}); give each agent its own --data-dir", who));
+  }
+  const std::string me = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, me.data(), me.size(), 0);
+  return fd;
 }
 
 // Loads the collectors file, logging the lines it skips.
@@ -120,6 +146,9 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
                   "how often history is written to disk, 1s to 10m; at most this much is lost to a crash (default 60s)")
       ->type_name("DURATION");
   app->add_option("--query-timeout", query_timeout, "longest a PromQL query may run (default 2m)")->type_name("DURATION");
+  app->add_flag("--metrics-timestamps", o.metrics.timestamps,
+               "write each GPU sample's reading time into /metrics, so Prometheus stores the agent's sample times "
+               "(no staleness markers for them then, as Prometheus's rule for timestamped samples)");
   app->add_flag("--no-history", no_history, "record no history (no data directory; the query API answers from nothing)");
   if (auto parsed = parse_arguments(*app, args); !parsed) return std::unexpected(parsed.error());
   o.history = !no_history;
@@ -266,12 +295,25 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
   // History: opened before the first reading, so a bad data directory stops the agent at start.
   std::unique_ptr<store::Tsdb> tsdb;
   std::optional<HistoryRecorder> recorder;
+  struct LockHolder {
+    int fd = -1;
+    ~LockHolder() {
+      if (fd >= 0) ::close(fd);  // releases the flock (on _Exit the kernel does)
+    }
+  } data_dir_lock;
   store::SeriesSet no_history;
   if (o.history) {
     store::TsdbOptions so;
     so.data_dir = o.data_dir;
     so.retention_ms = o.retention.count();
     so.flush_interval_ms = o.flush_interval.count();
+    // One agent per data directory: two writers would interleave readings and reject each other's.
+    auto lock = lock_data_dir(o.data_dir);
+    if (!lock) {
+      inv.err << "gpuscope: --data-dir " << o.data_dir << ": " << lock.error() << '\n';
+      return kExitRuntime;
+    }
+    data_dir_lock.fd = *lock;
     so.warn = [&log](std::string_view what) { log.warn("history: damaged chunk skipped", {{"detail", std::string(what)}}); };
     auto opened_store = store::Tsdb::open(std::move(so), unix_ms_now());
     if (!opened_store) {

@@ -109,6 +109,15 @@ void ExpositionWriter::sample(std::string_view name, std::string_view labels, do
   }
   out_.push_back(' ');
   append_value(out_, value);
+  if (timestamp_ms_) {
+    // The text format counts milliseconds; OpenMetrics counts seconds.
+    if (format_ == ExpositionFormat::kOpenMetrics) {
+      const std::int64_t t = *timestamp_ms_;
+      out_.append(fmt::format(" {}.{:03}", t / 1000, t % 1000));
+    } else {
+      out_.append(fmt::format(" {}", *timestamp_ms_));
+    }
+  }
   out_.push_back('\n');
 }
 

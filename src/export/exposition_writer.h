@@ -2,6 +2,8 @@
 // escaping help texts and label values and spelling NaN and infinities as each format wants.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -51,6 +53,8 @@ class ExpositionWriter {
   void family(std::string_view name, model::MetricType type, std::string_view help);
   // One sample; `labels` and `extra` are LabelSet texts (either may be empty).
   void sample(std::string_view name, std::string_view labels, double value, std::string_view extra = {});
+  // A time (Unix ms) written after each following sample's value; nullopt: none (the scraper's time).
+  void set_timestamp(std::optional<std::int64_t> t_ms) { timestamp_ms_ = t_ms; }
   // Ends the exposition ("# EOF" in OpenMetrics).
   void finish();
 
@@ -59,6 +63,7 @@ class ExpositionWriter {
   std::string unused_;
   std::string& out_;
   SampleSink* sink_ = nullptr;
+  std::optional<std::int64_t> timestamp_ms_;
 };
 
 // A LabelSet text back into (name, value) pairs, unescaped; appended to `out`. False when the text

@@ -120,6 +120,13 @@ LabelSet gpu_labels(const model::GpuInfo& info, const model::SystemInfo& system,
 
 void write_gpu_metrics(ExpositionWriter& w, const model::Snapshot& snapshot, std::span<const model::GpuInfo> gpus,
                        const model::SystemInfo& system, const MetricSet& set, const GpuMetricsOptions& options) {
+  struct TimestampScope {
+    ExpositionWriter& w;
+    ~TimestampScope() { w.set_timestamp(std::nullopt); }
+  } timestamp_scope{w};
+  if (options.timestamps) {
+    w.set_timestamp(std::chrono::duration_cast<std::chrono::milliseconds>(snapshot.time.time_since_epoch()).count());
+  }
   std::vector<GpuRow> all;  // every GPU found at start, up or down
   std::vector<GpuRow> up;
   for (const auto& info : gpus) {

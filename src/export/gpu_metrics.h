@@ -21,6 +21,9 @@ struct GpuMetricsOptions {
   // Per GPU, the processes using the most memory get series; the rest are counted in
   // gpuscope_process_series_dropped, so a fork bomb cannot blow up the scrape.
   std::size_t max_processes_per_gpu = 64;
+  // Each GPU sample carries its reading's time (`serve --metrics-timestamps`), so a Prometheus
+  // scraping the agent stores the agent's own sample times instead of its scrape times.
+  bool timestamps = false;
 };
 
 // The labels every series of GPU `info` carries: gpu, UUID, pci_bus_id, device, modelName, the host

@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "e2e/agent_fixture.h"
 #include "e2e/background_process.h"
 #include "e2e/command_runner.h"
 #include "e2e/http_client.h"
@@ -25,12 +26,6 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
 const std::string kExe = GPUSCOPE_EXE;
-
-std::map<std::string, std::string> frozen_env(double seconds) {
-  return {{"GPUSCOPE_SIM_TIME", std::to_string(seconds)}, {"GPUSCOPE_SIM_SEED", ""}, {"TZ", "UTC"}};
-}
-// The simulator's real clock: t counts from the agent's nvmlInit, so timed faults happen while it runs.
-std::map<std::string, std::string> live_env() { return {{"GPUSCOPE_SIM_SEED", ""}, {"TZ", "UTC"}}; }
 
 std::string read_text(const fs::path& p) {
   std::ifstream in(p);
@@ -49,43 +44,7 @@ void expect_golden(const std::string& name, const std::string& actual) {
   EXPECT_EQ(actual, read_text(path)) << "golden " << name << " differs";
 }
 
-// A scratch directory removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/gpuscope-e2e-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(path / name) << text;
-    return (path / name).string();
-  }
-};
 
-// An agent on a free port; the test fails (not hangs) when it does not come up.
-struct Agent {
-  std::unique_ptr<BackgroundProcess> process;
-  int port = 0;
-  Agent(std::vector<std::string> args, std::map<std::string, std::string> env) {
-    args.insert(args.begin(), kExe);
-    process = std::make_unique<BackgroundProcess>(args, env);
-    port = logged_port(*process);
-  }
-  // Waits for the first GPU reading (healthz turns 200).
-  bool ready(std::chrono::milliseconds timeout = 10s) const {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (http_get(port, "/healthz").status == 200) return true;
-      std::this_thread::sleep_for(50ms);
-    }
-    return false;
-  }
-  std::string metrics() const { return http_get(port, "/metrics").body; }
-};
 
 // The sample lines of `text` whose metric name starts with `name` (then '{' or ' ').
 std::vector<std::string> samples(const std::string& text, const std::string& name) {
@@ -125,19 +84,6 @@ std::string stable_part(const std::string& text) {
   return out;
 }
 
-std::string url_encode(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "%%%02X", c);
-      out += buf;
-    }
-  }
-  return out;
-}
 
 TEST(ServeE2e, GoldenMetricsTextAndOpenMetrics) {
   Agent agent({"--simulate=" + scenario("golden.yaml"), "serve", "--listen", "127.0.0.1:0", "--interval", "100ms"},
@@ -524,7 +470,7 @@ TEST(ServeE2e, BadFlagsAndABusyPortAreOneLineErrors) {
 
   Agent first({"--simulate=" + scenario("demo.yaml"), "serve", "--listen", "127.0.0.1:0"}, frozen_env(600));
   ASSERT_GT(first.port, 0);
-  auto busy = run_command({kExe, "--simulate=" + scenario("demo.yaml"), "serve", "--listen",
+  auto busy = run_command({kExe, "--simulate=" + scenario("demo.yaml"), "serve", "--no-history", "--listen",
                            "127.0.0.1:" + std::to_string(first.port)},
                           frozen_env(600), 20);
   EXPECT_EQ(busy.exit_code, 1);
