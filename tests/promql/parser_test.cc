@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -207,6 +209,22 @@ TEST(PromqlParser, ParseDuration) {
   EXPECT_EQ(parse_duration("m").error(), R"(not a valid duration string: "m")");
   EXPECT_EQ(parse_duration("5").error(), R"(not a valid duration string: "5")");
   EXPECT_EQ(parse_duration("1000000y").error(), "duration out of range");
+}
+
+// Ranges and offsets in milliseconds that are not whole seconds are exact: 1.001 s times 1000 is
+// 1000.9999999999999 in floating point, which once truncated a [1001ms] window to 1000 ms.
+TEST(PromqlParser, SubSecondRangesAndOffsetsAreExactMilliseconds) {
+  for (std::int64_t ms : {1001, 1003, 2002, 4999, 123457}) {
+    auto e = parse_ok(fmt::format("sum_over_time(x[{}ms] offset {}ms)", ms, ms));
+    ASSERT_TRUE(e);
+    const auto& m = *e->as<Call>()->args[0]->as<MatrixSelector>();
+    EXPECT_EQ(m.range_ms, ms);
+    EXPECT_EQ(m.vector_selector->as<VectorSelector>()->offset_ms, ms);
+  }
+  // A number of seconds still truncates to the millisecond, as Prometheus's conversion does.
+  auto n = parse_ok("x[1.0005]");
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->as<MatrixSelector>()->range_ms, 1000);
 }
 
 TEST(PromqlParser, Subqueries) {
