@@ -77,6 +77,12 @@ std::expected<std::shared_ptr<const exporter::MetricSet>, std::string> load_set(
 }  // namespace
 
 std::string default_data_dir() {
+  // systemd's StateDirectory= (the unit in deploy/ sets it) names the place for a service's state.
+  if (const char* state = std::getenv("STATE_DIRECTORY"); state != nullptr && *state == '/') {
+    std::string dir(state);
+    if (auto colon = dir.find(':'); colon != std::string::npos) dir.resize(colon);  // several: the first
+    return dir;
+  }
   if (geteuid() == 0) return std::string(store::kDefaultDataDir);
   if (const char* state = std::getenv("XDG_STATE_HOME"); state != nullptr && *state == '/') {
     return std::string(state) + "/gpuscope";

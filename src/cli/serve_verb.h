@@ -34,8 +34,8 @@ struct ServeOptions {
   std::chrono::milliseconds query_timeout = std::chrono::minutes(2);
 };
 
-// /var/lib/gpuscope for root (what the systemd unit uses); $XDG_STATE_HOME/gpuscope or
-// ~/.local/state/gpuscope for a user running the agent on a workstation.
+// $STATE_DIRECTORY when systemd sets it (the unit in deploy/), else /var/lib/gpuscope for root, and
+// $XDG_STATE_HOME/gpuscope or ~/.local/state/gpuscope for a user running the agent on a workstation.
 std::string default_data_dir();
 
 std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::string> args);

@@ -44,6 +44,8 @@ std::expected<TraceOptions, ParseExit> parse_trace_args(std::span<const std::str
                 "skip unreadable events, garbage and a truncated end, and report how much was skipped");
   app->add_flag("--python-functions", options.analysis.python_functions,
                 "also read python_function events (skipped by default) and list the slowest");
+  app->add_flag("--all-events", options.analysis.parse_unused_events,
+                "also parse and check the events no analysis reads (cpu_op, flow, metadata); slower");
   app->add_option("--dataloader-pattern", options.analysis.data_loading_pattern,
                   "regex for data-loading annotations (default DataLoader)")
       ->type_name("REGEX");

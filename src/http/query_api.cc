@@ -47,37 +47,31 @@ void append_value(std::string& out, double v) {
   } else if (std::isinf(v)) {
     out += v > 0 ? "+Inf" : "-Inf";
   } else {
-    char buf[64];
-    // Go's FormatFloat(v, 'f', -1, 64) for |v| < 1e21; exponent form beyond, as Go's 'g'-like output.
-    auto r = std::abs(v) < 1e21 ? std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed)
-                                : std::to_chars(buf, buf + sizeof buf, v);
+    char buf[400];  // fixed notation of the largest double is 309 digits
+    // Go's strconv.FormatFloat(v, 'f', -1, 64), what Prometheus writes: fixed notation, shortest digits.
+    auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed);
     out.append(buf, r.ptr);
   }
   out += '"';
 }
 
 // Milliseconds as Prometheus writes a timestamp: seconds with up to three decimals, no trailing zeros.
+// Written with to_chars: a 24 h range at 15 s has 5761 of them per series.
 void append_time(std::string& out, std::int64_t t_ms) {
-  std::int64_t secs = t_ms / 1000, ms = t_ms % 1000;
-  if (ms < 0) {
-    ms += 1000;
-    secs -= 1;
+  char buf[32];
+  char* p = buf;
+  std::uint64_t mag = t_ms < 0 ? static_cast<std::uint64_t>(-(t_ms + 1)) + 1 : static_cast<std::uint64_t>(t_ms);
+  if (t_ms < 0) *p++ = '-';
+  p = std::to_chars(p, buf + sizeof buf, mag / 1000).ptr;
+  if (const unsigned ms = static_cast<unsigned>(mag % 1000); ms != 0) {
+    *p++ = '.';
+    *p++ = static_cast<char>('0' + ms / 100);
+    if (ms % 100 != 0) {
+      *p++ = static_cast<char>('0' + ms / 10 % 10);
+      if (ms % 10 != 0) *p++ = static_cast<char>('0' + ms % 10);
+    }
   }
-  if (secs < 0 && ms > 0) {
-    // -1.5 s is written "-1.5": sign, then the magnitude
-    const std::int64_t mag = -t_ms;
-    out += fmt::format("-{}", mag / 1000);
-    std::string frac = fmt::format("{:03}", mag % 1000);
-    while (!frac.empty() && frac.back() == '0') frac.pop_back();
-    if (!frac.empty()) out += "." + frac;
-    return;
-  }
-  out += fmt::format("{}", secs);
-  if (ms != 0) {
-    std::string frac = fmt::format("{:03}", ms);
-    while (frac.back() == '0') frac.pop_back();
-    out += "." + frac;
-  }
+  out.append(buf, p);
 }
 
 void append_labels(std::string& out, const store::Labels& labels) {
@@ -143,7 +137,13 @@ std::vector<std::string_view> params(const std::vector<std::pair<std::string, st
 }  // namespace
 
 std::string render_query_result(const promql::QueryResult& r) {
-  std::string out = R"({"status":"success","data":{"resultType":)";
+  std::string out;
+  if (const auto* m = std::get_if<promql::Matrix>(&r.value)) {
+    std::size_t points = 0;
+    for (const auto& s : *m) points += s.points.size();
+    out.reserve(64 + points * 28 + m->size() * 256);  // one ~28-byte [t,"v"] per point
+  }
+  out += R"({"status":"success","data":{"resultType":)";
   if (const auto* s = std::get_if<promql::Scalar>(&r.value)) {
     out += R"("scalar","result":[)";
     append_time(out, s->t_ms);

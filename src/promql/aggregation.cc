@@ -2,6 +2,8 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <span>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -48,12 +50,6 @@ std::string format_float_shortest(double v) {
 
 namespace {
 
-struct Group {
-  Labels labels;
-  std::vector<const EvalSample*> samples;
-  bool drop_name = false;  // a member's name is to be dropped: so is the group's (when it keeps one)
-};
-
 Labels grouping_key(const Labels& l, const AggregateExpr& a) {
   if (a.without) {
     std::vector<std::string> drop = a.grouping;
@@ -70,21 +66,21 @@ bool ranks_higher(double a, double b, bool top) {
   return top ? a > b : a < b;
 }
 
-double aggregate_value(AggregateOp op, const std::vector<const EvalSample*>& samples) {
+double aggregate_value(AggregateOp op, std::span<const double> values) {
   switch (op) {
     case AggregateOp::kSum: {
       double sum = 0, c = 0;
-      for (const auto* s : samples) kahan_add(s->value, sum, c);
+      for (const double v : values) kahan_add(v, sum, c);
       return std::isinf(sum) ? sum : sum + c;
     }
     case AggregateOp::kAvg: {
       // Direct mean with Kahan summation while the sum stays finite, then an incremental mean, as
       // Prometheus does to avoid overflow without losing precision on ordinary inputs.
-      double sum = samples[0]->value, c = 0, mean = 0;
+      double sum = values[0], c = 0, mean = 0;
       bool incremental = false;
-      for (std::size_t i = 1; i < samples.size(); ++i) {
+      for (std::size_t i = 1; i < values.size(); ++i) {
         const double count = static_cast<double>(i + 1);
-        const double v = samples[i]->value;
+        const double v = values[i];
         if (!incremental) {
           double ns = sum, nc = c;
           kahan_add(v, ns, nc);
@@ -102,28 +98,28 @@ double aggregate_value(AggregateOp op, const std::vector<const EvalSample*>& sam
         c *= q;
         kahan_add(v / count, mean, c);
       }
-      const double n = static_cast<double>(samples.size());
+      const double n = static_cast<double>(values.size());
       return incremental ? mean + c : sum / n + c / n;
     }
-    case AggregateOp::kCount: return static_cast<double>(samples.size());
+    case AggregateOp::kCount: return static_cast<double>(values.size());
     case AggregateOp::kGroup: return 1;
     case AggregateOp::kMin:
     case AggregateOp::kMax: {
-      double v = samples[0]->value;
-      for (const auto* s : samples) {
-        if (std::isnan(v) || (op == AggregateOp::kMax ? s->value > v : s->value < v)) v = s->value;
+      double v = values[0];
+      for (const double x : values) {
+        if (std::isnan(v) || (op == AggregateOp::kMax ? x > v : x < v)) v = x;
       }
       return v;
     }
     case AggregateOp::kStddev:
     case AggregateOp::kStdvar: {
       double count = 0, mean = 0, cmean = 0, aux = 0, caux = 0;
-      for (const auto* s : samples) {
-        if (std::isnan(s->value) || std::isinf(s->value)) return std::nan("");
+      for (const double x : values) {
+        if (std::isnan(x) || std::isinf(x)) return std::nan("");
         count += 1;
-        const double delta = s->value - (mean + cmean);
+        const double delta = x - (mean + cmean);
         kahan_add(delta / count, mean, cmean);
-        kahan_add(delta * (s->value - (mean + cmean)), aux, caux);
+        kahan_add(delta * (x - (mean + cmean)), aux, caux);
       }
       const double variance = (aux + caux) / count;
       return op == AggregateOp::kStddev ? std::sqrt(variance) : variance;
@@ -135,9 +131,9 @@ double aggregate_value(AggregateOp op, const std::vector<const EvalSample*>& sam
 
 }  // namespace
 
+// Series by series: each input series' group is found once per query; a step only gathers values
+// into their groups' buffers.
 EvalMatrix eval_aggregation(Evaluator& ev, const AggregateExpr& a, const EvalMatrix& input, const EvalMatrix* param) {
-  std::vector<const EvalMatrix*> args{&input};
-  if (param != nullptr) args.push_back(param);
   std::string count_values_label;
   if (a.op == AggregateOp::kCountValues) {
     count_values_label = a.param->as<StringLiteral>()->value;
@@ -145,23 +141,60 @@ EvalMatrix eval_aggregation(Evaluator& ev, const AggregateExpr& a, const EvalMat
       Evaluator::fail(fmt::format("invalid label name \"{}\"", count_values_label));
     }
   }
-  return ev.range_eval(args, [&](std::span<const EvalVector> v, std::int64_t t) {
-    EvalVector out;
-    const EvalVector& in = v[0];
+  if (a.op == AggregateOp::kLimitRatio) Evaluator::fail("limit_ratio is not supported by gpuscope", QueryError::Kind::kUnsupported);
+
+  struct Group {
+    Labels labels;
+    bool drop_name = false;  // a member's name is to be dropped: so is the group's (when it keeps one)
+    std::size_t slot = 0;
+  };
+  std::unordered_map<Labels, std::size_t, store::LabelsHash> index;
+  std::vector<Group> groups;
+  std::vector<std::size_t> group_of(input.size());
+  for (std::size_t s = 0; s < input.size(); ++s) {
+    Labels key = grouping_key(input[s].labels, a);
+    auto [it, inserted] = index.emplace(std::move(key), groups.size());
+    if (inserted) groups.push_back({it->first, false, 0});
+    groups[it->second].drop_name = groups[it->second].drop_name || input[s].drop_name;
+    group_of[s] = it->second;
+  }
+  OutputSeries out;
+  const bool by_series = a.op == AggregateOp::kTopk || a.op == AggregateOp::kBottomk || a.op == AggregateOp::kLimitk;
+  std::vector<std::size_t> series_slot;
+  if (by_series) {
+    // topk and friends return input series as they are.
+    series_slot.resize(input.size());
+    for (std::size_t s = 0; s < input.size(); ++s) series_slot[s] = out.slot(input[s].labels, input[s].drop_name);
+  } else if (a.op != AggregateOp::kCountValues) {
+    for (auto& g : groups) g.slot = out.slot(g.labels, g.drop_name);
+  }
+
+  StepCursor in(input);
+  std::optional<StepCursor> pc;
+  if (param != nullptr) pc.emplace(*param);
+  // Per group, this step's members (series index) and values; buffers reused across steps.
+  std::vector<std::vector<std::size_t>> members(groups.size());
+  std::vector<std::vector<double>> values(groups.size());
+  std::unordered_map<Labels, std::size_t, store::LabelsHash> value_slots;  // count_values
+  for (std::size_t step = 0; step < ev.steps(); ++step) {
+    const std::int64_t t = ev.start() + static_cast<std::int64_t>(step) * ev.interval();
+    in.advance(t);
     double p = 0;
-    if (param != nullptr) {
-      if (v.size() < 2 || v[1].empty()) return out;
-      p = v[1][0].value;
+    if (pc) {
+      pc->advance(t);
+      const Point* pp = param->empty() ? nullptr : pc->at(0);
+      if (pp == nullptr) continue;
+      p = pp->value;
     }
-    // Groups in order of first appearance.
-    std::unordered_map<Labels, std::size_t, store::LabelsHash> index;
-    std::vector<Group> groups;
-    for (const auto& s : in) {
-      Labels key = grouping_key(s.labels, a);
-      auto [it, inserted] = index.emplace(key, groups.size());
-      if (inserted) groups.push_back({std::move(key), {}});
-      groups[it->second].samples.push_back(&s);
-      groups[it->second].drop_name = groups[it->second].drop_name || s.drop_name;
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      members[g].clear();
+      values[g].clear();
+    }
+    for (std::size_t s = 0; s < input.size(); ++s) {
+      if (const Point* pt = in.at(s)) {
+        members[group_of[s]].push_back(s);
+        values[group_of[s]].push_back(pt->value);
+      }
     }
     switch (a.op) {
       case AggregateOp::kTopk:
@@ -170,48 +203,50 @@ EvalMatrix eval_aggregation(Evaluator& ev, const AggregateExpr& a, const EvalMat
         if (std::isnan(p)) Evaluator::fail("Parameter value is NaN");
         if (p >= 9.2e18) Evaluator::fail(fmt::format("Scalar value {} overflows int64", p));
         const auto k = static_cast<std::int64_t>(p);
-        if (k < 1) return out;
-        for (auto& g : groups) {
-          auto samples = g.samples;
+        if (k < 1) break;
+        for (std::size_t g = 0; g < groups.size(); ++g) {
+          std::vector<std::size_t> order(members[g].size());
+          for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
           if (a.op != AggregateOp::kLimitk) {
             const bool top = a.op == AggregateOp::kTopk;
-            std::stable_sort(samples.begin(), samples.end(), [&](const EvalSample* x, const EvalSample* y) {
-              return ranks_higher(x->value, y->value, top);
+            std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+              return ranks_higher(values[g][x], values[g][y], top);
             });
           }
-          if (static_cast<std::int64_t>(samples.size()) > k) samples.resize(static_cast<std::size_t>(k));
-          for (const auto* s : samples) out.push_back(EvalSample{s->labels, s->value, s->drop_name, t});
+          if (static_cast<std::int64_t>(order.size()) > k) order.resize(static_cast<std::size_t>(k));
+          for (const std::size_t i : order) out.add(series_slot[members[g][i]], t, values[g][i]);
         }
-        return out;
+        break;
       }
-      case AggregateOp::kLimitRatio:
-        Evaluator::fail("limit_ratio is not supported by gpuscope", QueryError::Kind::kUnsupported);
       case AggregateOp::kQuantile:
-        for (auto& g : groups) {
-          std::vector<double> values;
-          for (const auto* s : g.samples) values.push_back(s->value);
-          out.push_back(EvalSample{g.labels, quantile_of(p, std::move(values)), g.drop_name, t});
-        }
         if (std::isnan(p) || p < 0 || p > 1) warn_quantile(ev, p);
-        return out;
+        for (std::size_t g = 0; g < groups.size(); ++g) {
+          if (!values[g].empty()) out.add(groups[g].slot, t, quantile_of(p, values[g]));
+        }
+        break;
       case AggregateOp::kCountValues: {
-        std::unordered_map<Labels, std::size_t, store::LabelsHash> counts_index;
-        for (const auto& g : groups) {
-          for (const auto* s : g.samples) {
-            Labels l = g.labels;
-            l.set(count_values_label, format_float_shortest(s->value));
-            auto [it, inserted] = counts_index.emplace(l, out.size());
-            if (inserted) out.push_back(EvalSample{std::move(l), 0, false, t});
-            out[it->second].value += 1;
+        std::unordered_map<std::size_t, double> counts;
+        std::vector<std::size_t> order;
+        for (std::size_t g = 0; g < groups.size(); ++g) {
+          for (const double v : values[g]) {
+            Labels l = groups[g].labels;
+            l.set(count_values_label, format_float_shortest(v));
+            auto [it, inserted] = value_slots.emplace(l, 0);
+            if (inserted) it->second = out.slot(l, false);
+            if (counts.emplace(it->second, 0).second) order.push_back(it->second);
+            counts[it->second] += 1;
           }
         }
-        return out;
+        for (const std::size_t slot : order) out.add(slot, t, counts[slot]);
+        break;
       }
       default:
-        for (auto& g : groups) out.push_back(EvalSample{g.labels, aggregate_value(a.op, g.samples), g.drop_name, t});
-        return out;
+        for (std::size_t g = 0; g < groups.size(); ++g) {
+          if (!values[g].empty()) out.add(groups[g].slot, t, aggregate_value(a.op, values[g]));
+        }
     }
-  });
+  }
+  return out.take();
 }
 
 }  // namespace gpuscope::promql

@@ -170,39 +170,51 @@ EvalMatrix Evaluator::eval_binary(const BinaryExpr& b) {
   EvalMatrix lhs = eval(*b.lhs);
   EvalMatrix rhs = eval(*b.rhs);
   if (lt == ValueType::kVector && rt == ValueType::kVector) return eval_vector_binary(*this, b, lhs, rhs);
-  // Scalar with scalar or vector: the same arithmetic, applied per step.
-  const EvalMatrix* args[] = {&lhs, &rhs};
   const bool lhs_scalar = lt == ValueType::kScalar, rhs_scalar = rt == ValueType::kScalar;
-  return range_eval(args, [&](std::span<const EvalVector> v, std::int64_t t) {
-    EvalVector out;
-    if (lhs_scalar && rhs_scalar) {
+  if (lhs_scalar && rhs_scalar) {
+    const EvalMatrix* args[] = {&lhs, &rhs};
+    return range_eval(args, [&](std::span<const EvalVector> v, std::int64_t t) {
+      EvalVector out;
       if (v[0].empty() || v[1].empty()) return out;
       // Parsing already rejected comparisons between scalars without bool.
-      out.push_back(EvalSample{{}, 0, false, t});
       const auto r = apply_binary_op(b.op, v[0][0].value, v[1][0].value);
-      out.back().value = is_comparison(b.op) ? (r.keep ? 1.0 : 0.0) : r.value;
+      out.push_back(EvalSample{{}, is_comparison(b.op) ? (r.keep ? 1.0 : 0.0) : r.value, false, t});
       return out;
+    });
+  }
+  // A vector and a scalar, series by series: the labels stay, the scalar is looked up by step.
+  const EvalMatrix& vec = lhs_scalar ? rhs : lhs;
+  const EvalMatrix& sc = lhs_scalar ? lhs : rhs;
+  std::vector<double> scalar_at(steps(), 0);
+  std::vector<char> has(steps(), 0);
+  if (!sc.empty()) {
+    for (const auto& p : sc[0].points) {
+      const auto i = static_cast<std::size_t>((p.t_ms - start_) / interval_);
+      scalar_at[i] = p.value;
+      has[i] = 1;
     }
-    const EvalVector& vec = lhs_scalar ? v[1] : v[0];
-    const EvalVector& sc = lhs_scalar ? v[0] : v[1];
-    if (sc.empty()) return out;
-    const double s = sc[0].value;
-    for (const auto& sample : vec) {
-      const double l = lhs_scalar ? s : sample.value, r = lhs_scalar ? sample.value : s;
-      auto res = apply_binary_op(b.op, l, r);
-      double value = res.value;
-      if (is_comparison(b.op)) {
-        value = sample.value;  // a comparison filters; the vector's value stays, whichever side it is on
-        if (b.return_bool) {
-          value = res.keep ? 1.0 : 0.0;
-        } else if (!res.keep) {
-          continue;
-        }
+  }
+  EvalMatrix out;
+  out.reserve(vec.size());
+  for (const auto& series : vec) {
+    EvalSeries o{series.labels, series.drop_name || !is_comparison(b.op) || b.return_bool, {}};
+    o.points.reserve(series.points.size());
+    for (const auto& p : series.points) {
+      const auto i = static_cast<std::size_t>((p.t_ms - start_) / interval_);
+      if (has[i] == 0) continue;
+      const double l = lhs_scalar ? scalar_at[i] : p.value, r = lhs_scalar ? p.value : scalar_at[i];
+      const auto res = apply_binary_op(b.op, l, r);
+      if (!is_comparison(b.op)) {
+        o.points.push_back({p.t_ms, res.value});
+      } else if (b.return_bool) {
+        o.points.push_back({p.t_ms, res.keep ? 1.0 : 0.0});
+      } else if (res.keep) {
+        o.points.push_back({p.t_ms, p.value});  // a comparison filters; the vector's value stays, whichever side
       }
-      out.push_back(EvalSample{sample.labels, value, sample.drop_name || !is_comparison(b.op) || b.return_bool, t});
     }
-    return out;
-  });
+    if (!o.points.empty()) out.push_back(std::move(o));
+  }
+  return out;
 }
 
 EvalMatrix Evaluator::eval_aggregate(const AggregateExpr& a) {

@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "promql/ast.h"
@@ -85,6 +86,59 @@ class Evaluator {
   std::size_t samples_loaded_ = 0;
   std::chrono::steady_clock::time_point deadline_;
   std::size_t deadline_checks_ = 0;
+};
+
+// Output series, interned by labels: every (input series, step) lands in one of them.
+class OutputSeries {
+ public:
+  std::size_t slot(const store::Labels& labels, bool drop_name) {
+    auto [it, inserted] = index_.emplace(labels, series_.size());
+    if (inserted) series_.push_back(EvalSeries{labels, drop_name, {}});
+    series_[it->second].drop_name = series_[it->second].drop_name || drop_name;
+    return it->second;
+  }
+  void add(std::size_t slot, std::int64_t t, double v) {
+    auto& pts = series_[slot].points;
+    // Two inputs giving one output label set at one step: Prometheus's duplicate-labelset error.
+    if (!pts.empty() && pts.back().t_ms == t) Evaluator::fail("vector cannot contain metrics with the same labelset");
+    if (pts.empty()) order_.push_back(slot);
+    pts.push_back({t, v});
+  }
+  // In the order series first got a value: an instant query's result keeps the order it was made in
+  // (topk's ranking, sort()).
+  EvalMatrix take() {
+    EvalMatrix out;
+    out.reserve(order_.size());
+    for (const std::size_t slot : order_) out.push_back(std::move(series_[slot]));
+    return out;
+  }
+
+ private:
+  std::unordered_map<store::Labels, std::size_t, store::LabelsHash> index_;
+  std::vector<EvalSeries> series_;
+  std::vector<std::size_t> order_;
+};
+
+// Walks a matrix step by step: at() gives the series' value at the current step, if it has one.
+class StepCursor {
+ public:
+  explicit StepCursor(const EvalMatrix& m) : m_(m), pos_(m.size(), 0) {}
+  void advance(std::int64_t t) {
+    t_ = t;
+    for (std::size_t s = 0; s < m_.size(); ++s) {
+      const auto& pts = m_[s].points;
+      while (pos_[s] < pts.size() && pts[pos_[s]].t_ms < t) ++pos_[s];
+    }
+  }
+  const Point* at(std::size_t s) const {
+    const auto& pts = m_[s].points;
+    return pos_[s] < pts.size() && pts[pos_[s]].t_ms == t_ ? &pts[pos_[s]] : nullptr;
+  }
+
+ private:
+  const EvalMatrix& m_;
+  std::vector<std::size_t> pos_;
+  std::int64_t t_ = 0;
 };
 
 // Implemented in function_calls.cc / aggregation.cc / binary_ops.cc.

@@ -145,6 +145,15 @@ TEST_F(QueryApiTest, BuildinfoAndMethods) {
   EXPECT_EQ(post_no_form.status, 400);
 }
 
+TEST(QueryApiRender, TimestampsAndValuesAsPrometheusWritesThem) {
+  promql::QueryResult r;
+  r.value = promql::Matrix{promql::Series{store::Labels{{"a", "b"}},
+                                          {{-1500, 1.0}, {0, -0.5}, {1010, 1e21}, {1100, std::nan("")}, {1234, 1.0 / 0.0}}}};
+  EXPECT_EQ(render_query_result(r),
+            R"({"status":"success","data":{"resultType":"matrix","result":[{"metric":{"a":"b"},"values":)"
+            R"([[-1.5,"1"],[0,"-0.5"],[1.01,"1000000000000000000000"],[1.1,"NaN"],[1.234,"+Inf"]]}]}})");
+}
+
 TEST(QueryApiParams, TimesDurationsAndForms) {
   EXPECT_EQ(parse_api_time("1700000000").value(), 1'700'000'000'000);
   EXPECT_EQ(parse_api_time("1700000000.123").value(), 1'700'000'000'123);
