@@ -409,17 +409,25 @@ std::optional<double> variance_over_time(const RangeWindow& w) {
   return (aux + caux) / count;
 }
 
-std::optional<double> compare_over_time(const RangeWindow& w, bool max, bool timestamp) {
-  double v = w.points[0].value;
-  std::int64_t at = w.points[0].t_ms;
-  for (const auto& p : w.points) {
-    const bool better = max ? (timestamp ? p.value >= v : p.value > v) : (timestamp ? p.value <= v : p.value < v);
-    if (better || std::isnan(v)) {
+std::optional<double> compare_over_time(std::span<const Point> f, bool max, bool timestamp) {
+  double v = f[0].value;
+  if (!timestamp) {
+    // The common case, a tight loop: a window of an hour at 1 s is 3600 samples per step.
+    if (max) {
+      for (const auto& p : f) v = (p.value > v || std::isnan(v)) ? p.value : v;
+    } else {
+      for (const auto& p : f) v = (p.value < v || std::isnan(v)) ? p.value : v;
+    }
+    return v;
+  }
+  std::int64_t at = f[0].t_ms;
+  for (const auto& p : f) {
+    if ((max ? p.value >= v : p.value <= v) || std::isnan(v)) {
       v = p.value;
       at = p.t_ms;
     }
   }
-  return timestamp ? static_cast<double>(at) / 1000.0 : v;
+  return static_cast<double>(at) / 1000.0;
 }
 
 // Plain (non-anchored) windows only; the anchored/smoothed modifiers are parse errors elsewhere.
@@ -533,10 +541,9 @@ const std::unordered_map<std::string_view, RangeFunction>& range_functions() {
     };
     auto cmp = [](bool max, bool ts) {
       return [max, ts](const RangeWindow& w, std::span<const double>) -> std::optional<double> {
-        RangeWindow p = w;
-        p.points = plain(w);
-        if (p.points.empty()) return std::nullopt;
-        return compare_over_time(p, max, ts);
+        auto f = plain(w);
+        if (f.empty()) return std::nullopt;
+        return compare_over_time(f, max, ts);
       };
     };
     m["max_over_time"] = cmp(true, false);
