@@ -41,6 +41,7 @@ void HistoryRecorder::record(const model::Snapshot& snapshot) {
   LabeledValueSink sink(values_);
   exporter::ExpositionWriter writer(sink);
   exporter::write_gpu_metrics(writer, snapshot, gpus_, system_, *set, options_);
+  if (agent_status_) exporter::write_agent_metrics(writer, agent_status_());
   const auto t_ms = std::chrono::duration_cast<std::chrono::milliseconds>(snapshot.time.time_since_epoch()).count();
   const auto result = tsdb_.append_reading(t_ms, values_);
   // Logged when appends start or stop failing (a clock stepped back), not per reading.

@@ -1,12 +1,15 @@
-// HistoryRecorder: at every reading, the series /metrics shows (the GPU families, as the exporter
-// writes them) appended to the agent's store, so queries see what a Prometheus scraping it would.
+// HistoryRecorder: at every reading, the series /metrics shows (the GPU families and the agent's own,
+// as the exporter writes them) appended to the agent's store, so queries see what a Prometheus
+// scraping it would.
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
 
+#include "export/agent_metrics.h"
 #include "export/gpu_metrics.h"
 #include "export/metric_set.h"
 #include "log/logger.h"
@@ -23,6 +26,9 @@ class HistoryRecorder {
 
   // The metric set to record from the next reading on (set at start and on each collectors reload).
   void set_metric_set(std::shared_ptr<const exporter::MetricSet> set) { set_.store(std::move(set)); }
+  // Where the agent's own series (sample age, collectors, process_*) come from; set before the
+  // sampler starts. Without it only the GPU families are recorded.
+  void set_agent_status(std::function<exporter::AgentStatus()> status) { agent_status_ = std::move(status); }
   // Appends one reading (on the sampler thread) and flushes when a flush is due.
   void record(const model::Snapshot& snapshot);
 
@@ -33,6 +39,7 @@ class HistoryRecorder {
   const exporter::GpuMetricsOptions options_;
   log::Logger& log_;
   std::atomic<std::shared_ptr<const exporter::MetricSet>> set_;
+  std::function<exporter::AgentStatus()> agent_status_;
   std::vector<store::LabeledValue> values_;  // reused between readings
   bool append_failing_ = false;
   bool flush_failing_ = false;

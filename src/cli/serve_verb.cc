@@ -341,6 +341,7 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
   sampler::Sampler sampler(read_and_record, o.interval);
   http::AgentRoutes routes(sampler, backend.gpus(), system, o.metrics, GPUSCOPE_VERSION);
   routes.set_metric_set(*set);
+  if (recorder) recorder->set_agent_status([&routes] { return routes.agent_status(); });
   http::QueryApiOptions api_options;
   api_options.engine.timeout = o.query_timeout;
   api_options.version = GPUSCOPE_VERSION;

@@ -93,11 +93,8 @@ std::shared_ptr<const std::string> AgentRoutes::gpu_text(const std::shared_ptr<c
   return text;
 }
 
-std::string AgentRoutes::render_metrics(exporter::ExpositionFormat format) {
+exporter::AgentStatus AgentRoutes::agent_status() const {
   const auto pub = sampler_.latest();
-  const auto set = set_.load();
-  const auto gpu = gpu_text(pub, set, format);
-
   exporter::AgentStatus status;
   if (pub) {
     status.sample_age_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - pub->started).count();
@@ -112,6 +109,15 @@ std::string AgentRoutes::render_metrics(exporter::ExpositionFormat format) {
   status.config_reload_timestamp_seconds = reload_time_.load();
   status.version = version_;
   status.process = read_process_usage();
+  return status;
+}
+
+std::string AgentRoutes::render_metrics(exporter::ExpositionFormat format) {
+  const auto pub = sampler_.latest();
+  const auto set = set_.load();
+  const auto gpu = gpu_text(pub, set, format);
+
+  const exporter::AgentStatus status = agent_status();
 
   std::string body;
   body.reserve(gpu->size() + 4096);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "export/agent_metrics.h"
 #include "export/exposition_writer.h"
 #include "export/gpu_metrics.h"
 #include "export/metric_set.h"
@@ -31,6 +32,10 @@ class AgentRoutes {
   void set_metric_set(std::shared_ptr<const exporter::MetricSet> set);
   // A reload that failed: the old set stays, gpuscope_config_last_reload_successful says 0.
   void reload_failed();
+
+  // The agent's own state as /metrics shows it now (sample age and cost, collectors, reload state,
+  // the process's CPU and memory); history records it with each reading.
+  exporter::AgentStatus agent_status() const;
 
   // The /metrics body as a scrape with this Accept header would get it (uncompressed), rendered now.
   std::string render_metrics(exporter::ExpositionFormat format);

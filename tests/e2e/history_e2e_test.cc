@@ -56,6 +56,9 @@ TEST(HistoryE2e, QueriesThroughTheApiAndEval) {
     EXPECT_NE(std::find(labels["data"].begin(), labels["data"].end(), l), labels["data"].end()) << l;
   }
   EXPECT_EQ(json::parse(http_get(agent.port, "/api/v1/status/buildinfo").body)["status"], "success");
+  // The agent's own series are history too: its memory over time, its readings counted.
+  EXPECT_GT(scalar_of(query(agent.port, "max_over_time(process_resident_memory_bytes[1m])")), 1e6);
+  EXPECT_GE(scalar_of(query(agent.port, "max_over_time(gpuscope_samples_total[1m])")), 4);
 
   const std::string url = "http://127.0.0.1:" + std::to_string(agent.port);
   auto table = run_command({kExe, "eval", "max by (gpu) (DCGM_FI_DEV_GPU_TEMP)", "--url", url});
