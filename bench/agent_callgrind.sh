@@ -43,7 +43,7 @@ trap 'exit 130' INT TERM
 
 # --instr-atstart=no: dlopen, NVML init and scenario parsing are one-off; switch on after startup.
 valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out/callgrind.out.%p" \
-  "$binary" --simulate=scenarios/demo.yaml serve --listen 127.0.0.1:0 --interval "$interval" \
+  "$binary" --simulate=scenarios/demo.yaml serve --listen 127.0.0.1:0 --interval "$interval" --data-dir "$out/history" \
   2>"$out/agent.log" >/dev/null &
 pid=$!
 

@@ -47,7 +47,8 @@ cpu_ticks() { stat_fields "$1" | awk '{print $12 + $13}'; }
 uptime_s() { cut -d' ' -f1 /proc/uptime; }
 status_kib() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
 
-"$binary" --simulate="$scenario" serve --listen 127.0.0.1:0 --interval "$interval" 2>"$work/agent.log" >/dev/null &
+: >"$work/agent.log"  # exists before the wait loop reads it, however slowly the agent starts
+"$binary" --simulate="$scenario" serve --listen 127.0.0.1:0 --interval "$interval" --data-dir "$work/history" 2>"$work/agent.log" >/dev/null &
 agent_pid=$!
 
 address=""

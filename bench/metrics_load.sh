@@ -39,7 +39,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM  # route signals through the EXIT trap
 
 # --listen 127.0.0.1:0: the kernel picks a free port; the agent logs the real one on stderr.
-"$binary" --simulate="$scenario" serve --listen 127.0.0.1:0 2>"$work/agent.log" >/dev/null &
+: >"$work/agent.log"  # exists before the wait loop reads it, however slowly the agent starts
+"$binary" --simulate="$scenario" serve --listen 127.0.0.1:0 --data-dir "$work/history" 2>"$work/agent.log" >/dev/null &
 agent_pid=$!
 
 # Wait (bounded, 10 s) for: ts=... level=info msg=listening address=127.0.0.1:PORT interval=...

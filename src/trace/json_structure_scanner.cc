@@ -5,6 +5,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace gpuscope::trace {
 namespace {
@@ -16,9 +19,39 @@ struct ByteMasks {
   std::uint64_t close;
 };
 
+#if defined(__x86_64__)
+// The same with AVX2 (two 32-byte halves instead of four 16-byte quarters), chosen at run time so the
+// binary still runs on CPUs without it.
+__attribute__((target("avx2"))) ByteMasks byte_masks_avx2(const char* p) {
+  const __m256i quote = _mm256_set1_epi8('"');
+  const __m256i backslash = _mm256_set1_epi8('\\');
+  const __m256i open = _mm256_set1_epi8('{');
+  const __m256i close = _mm256_set1_epi8('}');
+  const __m256i bit20 = _mm256_set1_epi8(0x20);
+  ByteMasks m{0, 0, 0, 0};
+  for (int i = 0; i < 2; ++i) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * i));
+    const __m256i folded = _mm256_or_si256(v, bit20);
+    const int shift = 32 * i;
+    m.quote |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, quote)))) << shift;
+    m.backslash |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, backslash))))
+                   << shift;
+    m.open |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(folded, open)))) << shift;
+    m.close |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(folded, close))))
+               << shift;
+  }
+  return m;
+}
+
+const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
+#endif
+
 // '[' and ']' differ from '{' and '}' only in bit 0x20, so OR-ing it in finds both kinds with one
 // compare each; no other byte maps onto '{' or '}' that way.
 ByteMasks byte_masks(const char* p) {
+#if defined(__x86_64__)
+  if (kHaveAvx2) return byte_masks_avx2(p);
+#endif
   ByteMasks m{0, 0, 0, 0};
 #if defined(__SSE2__)
   const __m128i quote = _mm_set1_epi8('"');

@@ -42,6 +42,7 @@ std::expected<RankReport, TraceError> analyze_file(const std::string& file, cons
   ParseOptions parse;
   parse.lenient = options.lenient;
   parse.python_functions = options.python_functions;
+  parse.parse_unused_events = options.parse_unused_events;
   parse.progress = progress;
   auto summary = parse_trace(*reader, builder, timeline.header, parse);
   if (!summary) {

@@ -19,6 +19,7 @@ namespace gpuscope::trace {
 struct TraceAnalysisOptions {
   bool lenient = false;
   bool python_functions = false;
+  bool parse_unused_events = false;  // see ParseOptions
   std::string data_loading_pattern = "DataLoader";  // ECMAScript regex, searched in annotation names
   AnalysisOptions analysis;
   std::optional<std::int64_t> rank;  // keep only this rank

@@ -1,6 +1,7 @@
 #include "trace/trace_byte_reader.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -38,7 +39,12 @@ struct TraceByteReader::State {
   std::vector<char> sniff;
   std::size_t sniff_pos = 0;
 
+  void* map = nullptr;
+  std::size_t map_size = 0;
+  std::uint64_t released = 0;
+
   ~State() {
+    if (map != nullptr) ::munmap(map, map_size);
     if (zs_ready) inflateEnd(&zs);
     if (fd >= 0) ::close(fd);
   }
@@ -170,6 +176,30 @@ std::expected<std::size_t, TraceError> TraceByteReader::read(char* destination, 
                                                      : s.read_source(destination, capacity);
   if (n) s.produced += *n;
   return n;
+}
+
+std::optional<std::span<const char>> TraceByteReader::map_whole_file() {
+  auto& s = *state_;
+  if (!s.sniffed && !s.detect()) return std::nullopt;
+  if (s.gzip || s.fd < 0 || s.size == 0 || s.size > SIZE_MAX / 2) return std::nullopt;
+  void* map = ::mmap(nullptr, s.size, PROT_READ, MAP_PRIVATE, s.fd, 0);
+  if (map == MAP_FAILED) return std::nullopt;
+  ::madvise(map, s.size, MADV_SEQUENTIAL);
+  s.map = map;
+  s.map_size = s.size;
+  s.consumed = s.size;
+  s.produced = s.size;
+  return std::span<const char>(static_cast<const char*>(map), s.size);
+}
+
+void TraceByteReader::release_before(std::uint64_t offset) {
+  auto& s = *state_;
+  if (s.map == nullptr) return;
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  const std::uint64_t end = std::min<std::uint64_t>(offset, s.map_size) / page * page;
+  if (end <= s.released) return;
+  ::madvise(static_cast<char*>(s.map) + s.released, end - s.released, MADV_DONTNEED);
+  s.released = end;
 }
 
 std::uint64_t TraceByteReader::file_size() const { return state_->size; }

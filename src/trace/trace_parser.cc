@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <utility>
 
@@ -20,6 +21,7 @@ namespace od = simdjson::ondemand;
 constexpr std::size_t kMaxWindow = 1u << 30;      // one event (or header value) larger than this is an error
 constexpr std::size_t kMaxHeaderValue = 64u << 20;  // larger top-level values are skipped, not kept
 constexpr std::size_t kMaxProblems = 5;
+constexpr std::uint64_t kReleaseStep = 8u << 20;  // hand mapped pages back in 8 MiB steps
 // One byte before the data (room for '[') and simdjson's padding plus one (room for ']') after it.
 constexpr std::size_t kLead = 1;
 constexpr std::size_t kTail = simdjson::SIMDJSON_PADDING + 1;
@@ -44,12 +46,57 @@ struct EventSpan {
   std::size_t end;    // one past '}'
 };
 
+// The value of `key` when it is one of the event's first members: found before any nested object or
+// array, so it is the event's own member (inside a JSON string a quote is always escaped, so `"ph"`
+// followed by ':' cannot be string content). Empty when not found there.
+std::string_view leading_member(const char* event, std::size_t size, std::string_view key) {
+  const std::size_t limit = std::min<std::size_t>(size, 160);
+  for (std::size_t i = 1; i + key.size() + 2 < limit; ++i) {
+    const char c = event[i];
+    if (c == '{' || c == '[') return {};
+    if (c != '"' || event[i + 1] != key[0] || event[i + 1 + key.size()] != '"' ||
+        key.compare(1, key.size() - 1, event + i + 2, key.size() - 1) != 0) {
+      continue;
+    }
+    std::size_t j = i + key.size() + 2;
+    while (j < limit && is_space(event[j])) ++j;
+    if (j >= limit || event[j] != ':') continue;
+    ++j;
+    while (j < limit && is_space(event[j])) ++j;
+    if (j >= limit || event[j] != '"') return {};
+    const std::size_t value = j + 1;
+    for (j = value; j < limit && event[j] != '"' && event[j] != '\\'; ++j) {
+    }
+    if (j >= limit || event[j] != '"') return {};
+    return std::string_view(event + value, j - value);
+  }
+  return {};
+}
+
+// Events no analysis reads, recognised by their first members without parsing them: they are half of a
+// trace's bytes (cpu_op alone is about 50%, flow events 15%). Anything not recognised is parsed.
+bool is_unused_event(const char* event, std::size_t size, bool python_functions) {
+  const std::string_view ph = leading_member(event, size, "ph");
+  if (ph.empty()) return false;
+  if (ph != "X") return ph == "s" || ph == "f" || ph == "t" || ph == "M" || ph == "i" || ph == "I";
+  const std::string_view cat = leading_member(event, size, "cat");
+  return cat == "cpu_op" || (cat == "python_function" && !python_functions);
+}
+
 class StreamingTraceParser {
  public:
   StreamingTraceParser(TraceByteReader& reader, TraceEventSink& sink, TraceHeader& header, const ParseOptions& options)
       : reader_(reader), sink_(sink), header_(header), options_(options) {
     decode_options_.python_functions = options.python_functions;
-    allocate(std::max<std::size_t>(options.window_bytes, 64));
+    capacity_ = std::max<std::size_t>(options.window_bytes, 64);
+    if (auto mapped = reader.map_whole_file()) {
+      mapped_ = *mapped;
+      window_ = mapped_.data();
+      len_ = std::min(capacity_, mapped_.size());
+      eof_ = len_ == mapped_.size();
+    } else {
+      allocate(capacity_);
+    }
   }
 
   std::expected<ParseSummary, TraceError> run() {
@@ -76,9 +123,10 @@ class StreamingTraceParser {
     auto fresh = std::make_unique<char[]>(kLead + capacity + kTail);
     if (buffer_) std::memcpy(fresh.get() + kLead, data(), len_);
     buffer_ = std::move(fresh);
+    window_ = buffer_.get() + kLead;
     capacity_ = capacity;
   }
-  char* data() { return buffer_.get() + kLead; }
+  const char* data() const { return window_; }
   std::int64_t offset(std::size_t position) const { return static_cast<std::int64_t>(base_ + position); }
 
   // The earliest byte still needed: the start of the token, value or event gap being read.
@@ -96,7 +144,7 @@ class StreamingTraceParser {
   std::expected<void, TraceError> refill() {
     const std::size_t keep = keep_from();
     if (keep > 0) {
-      std::memmove(data(), data() + keep, len_ - keep);
+      if (mapped_.empty()) std::memmove(buffer_.get() + kLead, data() + keep, len_ - keep);
       len_ -= keep;
       base_ += keep;
       pos_ -= std::min(pos_, keep);
@@ -110,10 +158,26 @@ class StreamingTraceParser {
         return std::unexpected(TraceError{TraceErrorKind::kBadValue, offset(0),
                                           fmt::format("a single value larger than {} MiB", kMaxWindow >> 20), {}});
       }
-      allocate(capacity_ * 2);
+      if (mapped_.empty()) {
+        allocate(capacity_ * 2);
+      } else {
+        capacity_ *= 2;
+      }
+    }
+    if (!mapped_.empty()) {
+      // The window slides over the mapping: nothing to copy.
+      window_ = mapped_.data() + base_;
+      len_ = std::min<std::uint64_t>(capacity_, mapped_.size() - base_);
+      eof_ = base_ + len_ == mapped_.size();
+      if (base_ >= released_ + kReleaseStep) {
+        reader_.release_before(base_);
+        released_ = base_;
+      }
+      if (options_.progress) options_.progress(base_ + len_);
+      return {};
     }
     while (len_ < capacity_) {
-      auto n = reader_.read(data() + len_, capacity_ - len_);
+      auto n = reader_.read(buffer_.get() + kLead + len_, capacity_ - len_);
       if (!n) {
         if (n.error().kind == TraceErrorKind::kTruncated && options_.lenient) {
           note_problem(n.error().message, n.error().byte_offset);
@@ -429,10 +493,12 @@ class StreamingTraceParser {
     int commas = 0;
     bool garbage = false;
     std::size_t bad_at = to;
+    std::size_t last_comma = to;
     for (std::size_t i = from; i < to; ++i) {
       if (is_space(d[i])) continue;
       if (d[i] == ',') {
         ++commas;
+        last_comma = i;
         if (commas > 1 && !garbage) garbage = true, bad_at = i;
         continue;
       }
@@ -441,7 +507,7 @@ class StreamingTraceParser {
     }
     const int wanted = first_element_ || before_close ? 0 : 1;
     if (!garbage && commas == wanted) return true;
-    if (!garbage) bad_at = to;
+    if (!garbage) bad_at = commas > 0 ? last_comma : to;  // point at the stray comma, or where one is missing
     const std::string message =
         garbage && d[bad_at] != ','
             ? std::string("a traceEvents element is not an object")
@@ -451,7 +517,6 @@ class StreamingTraceParser {
       summary_.skipped_bytes += to - from;
       ++summary_.skipped_events;
       note_problem(message, offset(bad_at));
-      gap_was_bad_ = true;
       return true;
     }
     error_ = TraceError{garbage && d[bad_at] != ',' ? TraceErrorKind::kNotATrace : TraceErrorKind::kNotJson,
@@ -466,11 +531,7 @@ class StreamingTraceParser {
       const bool open = b.byte == '{' || b.byte == '[';
       if (open) {
         if (depth_ == 0) {
-          gap_was_bad_ = false;
           if (!check_gap(last_end_, b.position, false)) return failed = true;
-          // After a bad gap the bytes before this event may be part of a pending one: parse those first
-          // so the in-place '[' never lands inside an event still to be parsed.
-          if (gap_was_bad_ && !flush_batch()) return failed = true;
           event_start_ = b.position;
           if (b.byte == '[') nested_array_element_ = true;
         }
@@ -506,9 +567,14 @@ class StreamingTraceParser {
           error_ = TraceError{TraceErrorKind::kNotATrace, offset(event_start_), "a traceEvents element is not an object", {}};
           return failed = true;
         }
-        pending_.push_back(EventSpan{event_start_, last_end_});
-        pending_bytes_ += last_end_ - event_start_;
-        if (pending_bytes_ >= options_.batch_bytes && !flush_batch()) return failed = true;
+        if (!options_.parse_unused_events && is_unused_event(data() + event_start_, last_end_ - event_start_,
+                                                              options_.python_functions)) {
+          ++summary_.event_objects;
+          ++summary_.unparsed_events;
+          return false;
+        }
+        add_to_batch(EventSpan{event_start_, last_end_});
+        if (batch_.size() >= options_.batch_bytes && !flush_batch()) return failed = true;
       }
       return false;
     });
@@ -525,24 +591,25 @@ class StreamingTraceParser {
 
   // ---- parsing whole events ------------------------------------------------------------------------
 
-  // Parses the pending events as one On Demand array, in place. False when strict and an event is bad.
+  // Whole events the analyses use are copied, comma-separated, into one array so that a single On
+  // Demand document covers ~1 MiB: unused events between them are left out of the parse entirely.
+  void add_to_batch(const EventSpan& span) {
+    batch_.push_back(pending_.empty() ? '[' : ',');
+    batch_.insert(batch_.end(), data() + span.begin, data() + span.end);
+    pending_.push_back(span);
+  }
+
+  // Parses the pending events as one On Demand array. False when strict and an event is bad.
   bool flush_batch() {
     if (pending_.empty()) return true;
-    char* d = data();
-    const std::size_t first = pending_.front().begin;
-    const std::size_t end = pending_.back().end;
-    char* open_at = d + first - 1;
-    char* close_at = d + end;
-    const char saved_open = *open_at;
-    const char saved_close = *close_at;
-    *open_at = '[';
-    *close_at = ']';
+    batch_.push_back(']');
+    const std::size_t length = batch_.size();
+    batch_.resize(length + simdjson::SIMDJSON_PADDING, ' ');
     std::size_t resume = pending_.size();  // the first event not handled by the batch parse
     bool ok = true;
     {
       od::document doc;
-      const std::size_t length = end - first + 2;
-      if (parser_.iterate(open_at, length, length + simdjson::SIMDJSON_PADDING).get(doc)) {
+      if (parser_.iterate(batch_.data(), length, batch_.size()).get(doc)) {
         resume = 0;
       } else {
         od::array array;
@@ -552,13 +619,13 @@ class StreamingTraceParser {
           std::size_t index = 0;
           for (auto element : array) {
             od::object object;
-            if (element.get_object().get(object)) {
-              resume = index;
+            if (index >= pending_.size() || element.get_object().get(object)) {
+              resume = std::min(index, pending_.size());
               break;
             }
             auto outcome = decode_trace_event(object, decode_options_, event_);
             if (!outcome) {
-              // Let the one-event parse below report (or skip) it with its exact place.
+              // Let the one-event parse below report (or skip) it with its place in the file.
               resume = index;
               break;
             }
@@ -569,11 +636,9 @@ class StreamingTraceParser {
         }
       }
     }
-    *close_at = saved_close;
-    *open_at = saved_open;
     for (std::size_t i = resume; i < pending_.size() && ok; ++i) ok = parse_one(pending_[i]);
     pending_.clear();
-    pending_bytes_ = 0;
+    batch_.clear();
     return ok;
   }
 
@@ -585,14 +650,17 @@ class StreamingTraceParser {
     }
   }
 
-  // One event as its own document: slower, used only to pin down (or skip) a bad one.
+  // One event as its own document: slower, used only to pin down (or skip) a bad one. Copied, so the
+  // padding simdjson reads past the end exists even at the end of a mapped file.
   bool parse_one(const EventSpan& span) {
-    char* begin = data() + span.begin;
     const std::size_t length = span.end - span.begin;
+    scratch_.assign(data() + span.begin, data() + span.end);
+    scratch_.resize(length + simdjson::SIMDJSON_PADDING, ' ');
+    const char* begin = scratch_.data();
     std::optional<TraceError> problem;
     {
       od::document doc;
-      auto error = parser_.iterate(begin, length, length + simdjson::SIMDJSON_PADDING).get(doc);
+      auto error = parser_.iterate(begin, length, scratch_.size()).get(doc);
       od::object object;
       if (!error) error = doc.get_object().get(object);
       if (error) {
@@ -609,7 +677,7 @@ class StreamingTraceParser {
             if (!doc.current_location().get(location)) where = location;
           }
           std::size_t at = span.begin;
-          if (where != nullptr && where >= begin && where < begin + length) at = static_cast<std::size_t>(where - data());
+          if (where != nullptr && where >= begin && where < begin + length) at = span.begin + static_cast<std::size_t>(where - begin);
           const std::string_view prefix = outcome.error().kind == TraceErrorKind::kNotJson ? "invalid JSON in an event: "
                                                                                            : "bad trace event: ";
           problem = TraceError{outcome.error().kind, offset(at), fmt::format("{}{}", prefix, outcome.error().message), {}};
@@ -636,7 +704,11 @@ class StreamingTraceParser {
   ParseSummary summary_;
   std::optional<TraceError> error_;
 
-  std::unique_ptr<char[]> buffer_;
+  std::unique_ptr<char[]> buffer_;       // the window when reading through read(2) or zlib
+  std::span<const char> mapped_;         // the whole file when it is mapped
+  const char* window_ = nullptr;         // data()[0]: in buffer_ or in mapped_
+  std::uint64_t released_ = 0;           // mapped bytes before this were handed back
+  std::vector<char> scratch_;
   std::size_t capacity_ = 0;
   std::size_t len_ = 0;
   std::uint64_t base_ = 0;  // offset in the JSON text of data()[0]
@@ -658,10 +730,9 @@ class StreamingTraceParser {
   std::size_t last_end_ = 0;
   std::size_t event_start_ = 0;
   bool first_element_ = true;
-  bool gap_was_bad_ = false;
   bool nested_array_element_ = false;
-  std::vector<EventSpan> pending_;
-  std::size_t pending_bytes_ = 0;
+  std::vector<EventSpan> pending_;  // the events in batch_, as spans of the window
+  std::vector<char> batch_;
 
   od::parser parser_;
   od::parser header_parser_;

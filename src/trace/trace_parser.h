@@ -5,12 +5,13 @@
 // trace is 1-30 GB. So the document is read through a fixed window (8 MiB, grown only for a single
 // larger event): a small hand-written walker reads the top-level object (keys, distributedInfo,
 // deviceProperties); inside "traceEvents" the JsonStructureScanner (SIMD, 64 bytes a step) finds where
-// each event object ends, and runs of whole events (~1 MiB) are parsed in place by On Demand as one
-// array: the byte before the first event and the byte after the last are swapped for '[' and ']' for
-// the parse and restored afterwards, so nothing is copied. Plain files are read with read(2) rather
-// than mmap'ed: mapped pages of a multi-GB file would count in the process's RSS, read pages stay in
-// the evictable page cache. Gzip is inflated by zlib into the same window. The peak memory is the
-// window, simdjson's buffers for one batch, and what the sink keeps.
+// each event object ends. Events no analysis reads (cpu_op, flow and metadata events: about two thirds
+// of the bytes) are recognised by their first members and dropped unparsed; the others are copied into
+// a ~1 MiB array that On Demand parses as one document. A plain file is mmap'ed and the window slides
+// over the mapping (no copy through read(2)); the pages behind the window are handed back with
+// MADV_DONTNEED every 8 MiB, since mapped pages count in the process's RSS while page-cache pages do
+// not. Gzip is inflated by zlib into a window buffer. The peak memory is the window, simdjson's buffers
+// for one batch, and what the sink keeps (about 72 bytes per GPU activity).
 #pragma once
 
 #include <cstddef>
@@ -31,6 +32,10 @@ struct ParseOptions {
   // instead of failing at the first problem.
   bool lenient = false;
   bool python_functions = false;
+  // Also parse (and so check) the events no analysis reads: cpu_op, flow, metadata and instant events
+  // are otherwise recognised by their first members and skipped unparsed (their strings and brackets are
+  // still checked by the scanner).
+  bool parse_unused_events = false;
   // Called after each read with the file bytes consumed so far (compressed bytes for gzip).
   std::function<void(std::uint64_t consumed)> progress;
   // The read window and the bytes of events per On Demand parse; tests shrink them to put window and
@@ -43,6 +48,7 @@ struct ParseSummary {
   std::uint64_t json_bytes = 0;       // JSON text read (decompressed)
   std::uint64_t event_objects = 0;    // elements of traceEvents
   std::uint64_t complete_events = 0;  // "ph":"X" events handed to the sink
+  std::uint64_t unparsed_events = 0;  // recognised as unused by their first members, not parsed
   std::uint64_t skipped_events = 0;   // lenient: events that could not be read
   std::uint64_t skipped_bytes = 0;    // lenient: bytes skipped (bad events, garbage, a truncated end)
   bool truncated = false;             // lenient: the input ended inside the document

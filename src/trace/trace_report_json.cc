@@ -118,6 +118,7 @@ json rank_json(const RankReport& r) {
             {"bytes_per_second", r.parse_seconds > 0 ? static_cast<double>(r.parse.json_bytes) / r.parse_seconds : 0.0},
             {"event_objects", r.parse.event_objects},
             {"complete_events", r.parse.complete_events},
+            {"unparsed_events", r.parse.unparsed_events},
             {"skipped_events", r.parse.skipped_events},
             {"skipped_bytes", r.parse.skipped_bytes},
             {"truncated", r.parse.truncated},

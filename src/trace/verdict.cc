@@ -20,6 +20,11 @@ double ratio(std::int64_t part, std::int64_t whole) {
 
 std::string percent(double r) { return fmt::format("{:.1f}%", 100 * r); }
 
+std::string microseconds_or_ms(std::int64_t ns) {
+  return ns >= 1'000'000 ? fmt::format("{:.2f} ms", static_cast<double>(ns) / 1e6)
+                         : fmt::format("{:.1f} us", static_cast<double>(ns) / 1e3);
+}
+
 }  // namespace
 
 std::string verdict_name(VerdictKind kind) {
@@ -69,8 +74,8 @@ Verdict decide_verdict(const DeviceReport& d) {
     v.kind = VerdictKind::kLaunchBound;
     v.evidence = fmt::format(
         "the GPU is idle {} of the time and {} of that is host wait (the CPU had not launched the next kernel); "
-        "{} of kernels run under 10 us, mean launch delay {:.1f} us",
-        percent(idle), percent(host_wait), percent(short_share), static_cast<double>(d.launch.delay_mean_ns) / 1e3);
+        "{} of kernels run under 10 us, mean launch delay {}",
+        percent(idle), percent(host_wait), percent(short_share), microseconds_or_ms(d.launch.delay_mean_ns));
     v.fix = "launch less often: capture the step in CUDA graphs (torch.compile(mode=\"reduce-overhead\") or "
             "torch.cuda.graphs), fuse small ops, use a larger batch, and remove host syncs (.item(), .cpu(), print) from the loop";
   } else if (exposed >= kExposedCommunication) {

@@ -20,6 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     ParseOptions options;
     options.lenient = lenient;
     options.python_functions = lenient;
+    options.parse_unused_events = !lenient;
     auto summary = parse_trace(reader, builder, timeline.header, options);
     if (summary) {
       RankReport report = analyze_rank(timeline, AnalysisOptions{});

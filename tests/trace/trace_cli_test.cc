@@ -70,7 +70,7 @@ TEST(TraceCli, BadDataExitsOneWithTheOffset) {
   auto r = gpuscope({truncated});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("at byte 35"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("at byte 36"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 
   const std::string negative =

@@ -74,12 +74,32 @@ TEST(TraceParser, ReadsHeaderBeforeOrAfterTheEventsAndCountsEvents) {
   EXPECT_EQ(parsed.timeline.header.world_size, 16);
   EXPECT_EQ(parsed.timeline.header.device_names.at(3), "H100");
   EXPECT_EQ(parsed.summary->event_objects, 2u);
-  EXPECT_EQ(parsed.summary->complete_events, 1u);
-  EXPECT_EQ(parsed.timeline.cpu_ops, 1u);
+  EXPECT_EQ(parsed.summary->complete_events, 0u);
+  EXPECT_EQ(parsed.summary->unparsed_events, 2u);  // a cpu_op and a metadata event: no analysis reads them
+}
+
+TEST(TraceParser, UnusedEventsAreSkippedUnparsedUnlessAsked) {
+  // A cpu_op with a negative duration: not read by default, an error with parse_unused_events.
+  const std::string json = R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": -2},
+      {"ph": "f", "id": 1, "ts": "not checked"}, {"cat": "cpu_op", "ph": "X", "ts": 1, "dur": 1},
+      {"name": "x", "ph": "X", "cat": "kernel", "ts": 1, "dur": 1}]})";
+  auto fast = parse_text(json);
+  ASSERT_TRUE(fast.summary.has_value()) << fast.summary.error().what();
+  EXPECT_EQ(fast.summary->unparsed_events, 3u);  // the members' order does not matter
+  EXPECT_EQ(fast.summary->complete_events, 1u);
+  ParseOptions all;
+  all.parse_unused_events = true;
+  auto checked = parse_text(json, all);
+  ASSERT_FALSE(checked.summary.has_value());
+  EXPECT_EQ(checked.summary.error().kind, TraceErrorKind::kBadValue);
+  // An event whose first members are not recognisable is parsed.
+  auto nested = parse_text(R"({"traceEvents": [{"args": {"ph": "M"}, "ph": "X", "cat": "kernel", "ts": 1, "dur": "x"}]})");
+  ASSERT_FALSE(nested.summary.has_value());
+  EXPECT_EQ(nested.summary.error().kind, TraceErrorKind::kBadField);
 }
 
 TEST(TraceParser, AcceptsTheBareArrayFormatAndEmptyTraces) {
-  auto bare = parse_text(R"([{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 2}])");
+  auto bare = parse_text(R"([{"ph": "X", "cat": "user_annotation", "name": "a", "ts": 1, "dur": 2}])");
   ASSERT_TRUE(bare.summary.has_value());
   EXPECT_EQ(bare.summary->complete_events, 1u);
   auto empty = parse_text("\xEF\xBB\xBF{\"traceEvents\": [ ]}\n");
@@ -101,6 +121,8 @@ struct BadInput {
   TraceErrorKind kind;
   std::int64_t offset;  // -1: check only that one is given
 };
+
+void PrintTo(const BadInput& bad, std::ostream* os) { *os << bad.label; }
 
 class TraceParserErrors : public ::testing::TestWithParam<BadInput> {};
 
@@ -128,7 +150,7 @@ const std::string kEvent = R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 1,
 INSTANTIATE_TEST_SUITE_P(
     Classes, TraceParserErrors,
     ::testing::Values(
-        BadInput{"truncated inside an event", R"({"traceEvents": [{"ph": "X", "ts": 1)", TraceErrorKind::kTruncated, 35},
+        BadInput{"truncated inside an event", R"({"traceEvents": [{"ph": "X", "ts": 1)", TraceErrorKind::kTruncated, 36},
         BadInput{"truncated after an event", R"({"traceEvents": [)" + kEvent, TraceErrorKind::kTruncated,
                  static_cast<std::int64_t>(17 + kEvent.size())},
         BadInput{"truncated in the header", R"({"distributedInfo": {"rank": )", TraceErrorKind::kTruncated, 29},
@@ -145,10 +167,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"element an array", R"({"traceEvents": [{"ph": "M"}, [1]]})", TraceErrorKind::kNotATrace, 30},
         BadInput{"a JSON number", "42", TraceErrorKind::kNotATrace, 0},
         BadInput{"ts a string", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": "12", "dur": 2}]})",
-                 TraceErrorKind::kBadField, 51},
-        BadInput{"dur null", R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "ts": 1, "dur": null}]})", TraceErrorKind::kBadField, 62},
+                 TraceErrorKind::kBadField, 52},
+        BadInput{"dur null", R"({"traceEvents": [{"ph": "X", "cat": "user_annotation", "ts": 1, "dur": null}]})", TraceErrorKind::kBadField, 71},
         BadInput{"stream a string", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1, "dur": 2, "args": {"stream": "7"}}]})",
-                 TraceErrorKind::kBadField, 85},
+                 TraceErrorKind::kBadField, 84},
         BadInput{"ph a number", R"({"traceEvents": [{"ph": 1}]})", TraceErrorKind::kBadField, -1},
         BadInput{"negative duration", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1, "dur": -5}]})",
                  TraceErrorKind::kBadValue, 62},
