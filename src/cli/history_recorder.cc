@@ -9,22 +9,47 @@
 namespace gpuscope::cli {
 namespace {
 
+// Turns exposition samples into labeled values. A reading has the same series in the same order as
+// the one before, nearly always: a sample whose text matches the one at its position only updates
+// the value, so labels are parsed and built only for series that are new or moved.
 class LabeledValueSink : public exporter::SampleSink {
  public:
-  explicit LabeledValueSink(std::vector<store::LabeledValue>& out) : out_(out) {}
+  LabeledValueSink(std::vector<store::LabeledValue>& values, std::vector<std::string>& keys)
+      : values_(values), keys_(keys) {}
+  ~LabeledValueSink() override {
+    values_.resize(position_);
+    keys_.resize(position_);
+  }
   void sample(std::string_view name, std::string_view labels, std::string_view extra, double value) override {
+    key_.assign(name).append(1, '\0').append(labels).append(1, '\0').append(extra);
+    if (position_ < keys_.size() && keys_[position_] == key_) {
+      values_[position_++].value = value;
+      return;
+    }
     pairs_.clear();
     pairs_.emplace_back(std::string(store::kMetricNameLabel), std::string(name));
-    bool ok = exporter::parse_label_text(labels, pairs_) && exporter::parse_label_text(extra, pairs_);
-    if (!ok) return;  // cannot happen for text LabelSet wrote; never record a half-parsed series
+    if (!exporter::parse_label_text(labels, pairs_) || !exporter::parse_label_text(extra, pairs_)) {
+      return;  // cannot happen for text LabelSet wrote; never record a half-parsed series
+    }
     std::vector<store::Label> ls;
     ls.reserve(pairs_.size());
     for (auto& [n, v] : pairs_) ls.push_back({std::move(n), std::move(v)});
-    out_.push_back({store::Labels(std::move(ls)), value});
+    store::LabeledValue lv{store::Labels(std::move(ls)), value};
+    if (position_ < keys_.size()) {
+      keys_[position_] = key_;
+      values_[position_] = std::move(lv);
+    } else {
+      keys_.push_back(key_);
+      values_.push_back(std::move(lv));
+    }
+    ++position_;
   }
 
  private:
-  std::vector<store::LabeledValue>& out_;
+  std::vector<store::LabeledValue>& values_;
+  std::vector<std::string>& keys_;
+  std::size_t position_ = 0;
+  std::string key_;
   std::vector<std::pair<std::string, std::string>> pairs_;
 };
 
@@ -37,11 +62,12 @@ HistoryRecorder::HistoryRecorder(store::Tsdb& tsdb, std::vector<model::GpuInfo> 
 void HistoryRecorder::record(const model::Snapshot& snapshot) {
   auto set = set_.load();
   if (!set) return;
-  values_.clear();
-  LabeledValueSink sink(values_);
-  exporter::ExpositionWriter writer(sink);
-  exporter::write_gpu_metrics(writer, snapshot, gpus_, system_, *set, options_);
-  if (agent_status_) exporter::write_agent_metrics(writer, agent_status_());
+  {
+    LabeledValueSink sink(values_, keys_);
+    exporter::ExpositionWriter writer(sink);
+    exporter::write_gpu_metrics(writer, snapshot, gpus_, system_, *set, options_);
+    if (agent_status_) exporter::write_agent_metrics(writer, agent_status_());
+  }
   const auto t_ms = std::chrono::duration_cast<std::chrono::milliseconds>(snapshot.time.time_since_epoch()).count();
   const auto result = tsdb_.append_reading(t_ms, values_);
   // Logged when appends start or stop failing (a clock stepped back), not per reading.

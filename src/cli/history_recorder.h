@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "export/agent_metrics.h"
@@ -40,7 +41,8 @@ class HistoryRecorder {
   log::Logger& log_;
   std::atomic<std::shared_ptr<const exporter::MetricSet>> set_;
   std::function<exporter::AgentStatus()> agent_status_;
-  std::vector<store::LabeledValue> values_;  // reused between readings
+  std::vector<store::LabeledValue> values_;  // this reading's series and values, reused between readings
+  std::vector<std::string> keys_;            // each one's exposition text (name, labels), to spot changes
   bool append_failing_ = false;
   bool flush_failing_ = false;
 };
