@@ -144,8 +144,8 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
                   "a request's headers must arrive within this; also the keep-alive idle limit (default 10s)")
       ->type_name("DURATION");
   app->add_option("--data-dir", o.data_dir,
-                  "where the history is kept (created if missing; default /var/lib/gpuscope for root, else "
-                  "~/.local/state/gpuscope)")
+                  "where the history is kept (created if missing; default $STATE_DIRECTORY under systemd, "
+                  "/var/lib/gpuscope for root, else ~/.local/state/gpuscope)")
       ->type_name("DIR");
   app->add_option("--retention", retention, "how long history is kept (default 15d)")->type_name("DURATION");
   app->add_option("--flush-interval", flush_interval,
