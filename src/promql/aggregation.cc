@@ -73,34 +73,7 @@ double aggregate_value(AggregateOp op, std::span<const double> values) {
       for (const double v : values) kahan_add(v, sum, c);
       return std::isinf(sum) ? sum : sum + c;
     }
-    case AggregateOp::kAvg: {
-      // Direct mean with Kahan summation while the sum stays finite, then an incremental mean, as
-      // Prometheus does to avoid overflow without losing precision on ordinary inputs.
-      double sum = values[0], c = 0, mean = 0;
-      bool incremental = false;
-      for (std::size_t i = 1; i < values.size(); ++i) {
-        const double count = static_cast<double>(i + 1);
-        const double v = values[i];
-        if (!incremental) {
-          double ns = sum, nc = c;
-          kahan_add(v, ns, nc);
-          if (!std::isinf(ns)) {
-            sum = ns;
-            c = nc;
-            continue;
-          }
-          incremental = true;
-          mean = sum / (count - 1);
-          c /= (count - 1);
-        }
-        const double q = (count - 1) / count;
-        mean *= q;
-        c *= q;
-        kahan_add(v / count, mean, c);
-      }
-      const double n = static_cast<double>(values.size());
-      return incremental ? mean + c : sum / n + c / n;
-    }
+    case AggregateOp::kAvg: return kahan_mean(values.size(), [&](std::size_t i) { return values[i]; });
     case AggregateOp::kCount: return static_cast<double>(values.size());
     case AggregateOp::kGroup: return 1;
     case AggregateOp::kMin:

@@ -1,6 +1,5 @@
 #include <cmath>
 #include <unordered_map>
-#include <unordered_set>
 
 #include <fmt/format.h>
 

@@ -158,7 +158,7 @@ EvalMatrix Evaluator::eval(const Expr& e) {
   }
   if (const auto* b = e.as<BinaryExpr>()) return eval_binary(*b);
   if (const auto* a = e.as<AggregateExpr>()) return eval_aggregate(*a);
-  if (const auto* c = e.as<Call>()) return eval_call(*c, e);
+  if (const auto* c = e.as<Call>()) return eval_call(*c);
   if (e.as<MatrixSelector>() != nullptr || e.as<SubqueryExpr>() != nullptr) {
     fail("range vectors can only be evaluated by functions", QueryError::Kind::kBadData);
   }
@@ -226,7 +226,7 @@ EvalMatrix Evaluator::eval_aggregate(const AggregateExpr& a) {
   return eval_aggregation(*this, a, input, nullptr);
 }
 
-EvalMatrix Evaluator::eval_call(const Call& call, const Expr& e) {
+EvalMatrix Evaluator::eval_call(const Call& call) {
   const std::string_view name = call.func->name;
   // Functions over a range vector: the matrix argument is walked window by window.
   for (std::size_t i = 0; i < call.args.size(); ++i) {
@@ -260,10 +260,8 @@ EvalMatrix Evaluator::eval_call(const Call& call, const Expr& e) {
     }
   }
   for (const auto& v : values) args.push_back(&v);
-  (void)e;
-  EvalMatrix out = range_eval(args, [&](std::span<const EvalVector> v, std::int64_t t) { return (*fn)(v, call, t, *this); });
   // Functions without a vector argument (time(), vector(...), absent(...)) still return per step.
-  return out;
+  return range_eval(args, [&](std::span<const EvalVector> v, std::int64_t t) { return (*fn)(v, call, t, *this); });
 }
 
 EvalMatrix Evaluator::eval_subquery_points(const SubqueryExpr& sq, std::int64_t& ref_min, std::int64_t& ref_max) {

@@ -69,7 +69,7 @@ class Evaluator {
 
  private:
   EvalMatrix eval_vector_selector(const VectorSelector& vs, bool raw_timestamps);
-  EvalMatrix eval_call(const Call& call, const Expr& e);
+  EvalMatrix eval_call(const Call& call);
   EvalMatrix eval_range_function(const Call& call, std::size_t matrix_arg);
   EvalMatrix eval_aggregate(const AggregateExpr& a);
   EvalMatrix eval_binary(const BinaryExpr& b);
@@ -187,6 +187,37 @@ struct BinaryResult {
   bool keep;  // comparisons: whether the comparison holds (value is then the left operand)
 };
 BinaryResult apply_binary_op(BinaryOp op, double lhs, double rhs);
+
+// The mean of n >= 1 values as Prometheus takes it (avg, avg_over_time): a direct mean with Kahan
+// summation while the sum stays finite, then an incremental mean, so large inputs cannot overflow
+// and ordinary ones keep their precision. value(i) is the i-th value.
+template <class Value>
+double kahan_mean(std::size_t n, Value value) {
+  double sum = value(0), c = 0, mean = 0;
+  bool incremental = false;
+  for (std::size_t i = 1; i < n; ++i) {
+    const double count = static_cast<double>(i + 1);
+    const double v = value(i);
+    if (!incremental) {
+      double ns = sum, nc = c;
+      kahan_add(v, ns, nc);
+      if (!std::isinf(ns)) {
+        sum = ns;
+        c = nc;
+        continue;
+      }
+      incremental = true;
+      mean = sum / (count - 1);
+      c /= (count - 1);
+    }
+    const double q = (count - 1) / count;
+    mean *= q;
+    c *= q;
+    kahan_add(v / count, mean, c);
+  }
+  const double total = static_cast<double>(n);
+  return incremental ? mean + c : sum / total + c / total;
+}
 
 EvalMatrix eval_aggregation(Evaluator& ev, const AggregateExpr& a, const EvalMatrix& input, const EvalMatrix* param);
 EvalMatrix eval_vector_binary(Evaluator& ev, const BinaryExpr& b, const EvalMatrix& lhs, const EvalMatrix& rhs);

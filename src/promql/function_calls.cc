@@ -479,29 +479,7 @@ const std::unordered_map<std::string_view, RangeFunction>& range_functions() {
     m["avg_over_time"] = [](const RangeWindow& w, std::span<const double>) -> std::optional<double> {
       auto f = plain(w);
       if (f.empty()) return std::nullopt;
-      double sum = f[0].value, c = 0, mean = 0;
-      bool incremental = false;
-      for (std::size_t i = 1; i < f.size(); ++i) {
-        const double count = static_cast<double>(i + 1);
-        if (!incremental) {
-          double ns = sum, nc = c;
-          kahan_add(f[i].value, ns, nc);
-          if (!std::isinf(ns)) {
-            sum = ns;
-            c = nc;
-            continue;
-          }
-          incremental = true;
-          mean = sum / (count - 1);
-          c /= (count - 1);
-        }
-        const double q = (count - 1) / count;
-        mean *= q;
-        c *= q;
-        kahan_add(f[i].value / count, mean, c);
-      }
-      const double n = static_cast<double>(f.size());
-      return incremental ? mean + c : sum / n + c / n;
+      return kahan_mean(f.size(), [&](std::size_t i) { return f[i].value; });
     };
     m["sum_over_time"] = [](const RangeWindow& w, std::span<const double>) -> std::optional<double> {
       auto f = plain(w);

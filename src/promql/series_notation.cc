@@ -4,10 +4,13 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <fmt/format.h>
 #include <limits>
 #include <optional>
 #include <set>
+
+#include <fmt/format.h>
+
+#include "promql/lexer.h"
 
 namespace gpuscope::promql {
 namespace {
@@ -16,31 +19,6 @@ bool is_label_start(char c) { return std::isalpha(static_cast<unsigned char>(c))
 bool is_label_char(char c) { return is_label_start(c) || std::isdigit(static_cast<unsigned char>(c)); }
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-void append_utf8(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
 
 // Reads a line left to right; every error names the 1-based column it was found at.
 class SeriesLineReader {
@@ -167,75 +145,26 @@ class SeriesLineReader {
     return std::string(text_.substr(start, pos_ - start));
   }
 
-  // Go's string literal rules, as PromQL's lexer applies them: raw backquoted strings, or single/double
-  // quoted ones with \n, \t, \xHH, \ooo, \uHHHH, \UHHHHHHHH and friends.
+  // A quoted string as PromQL writes it (Go's rules: backquoted raw, or single/double quoted with
+  // escapes). Only its end is found here; PromQL's own lexer checks the escapes and unquotes it.
   std::expected<std::string, std::string> read_quoted() {
-    std::size_t start = pos_;
-    char quote = peek();
+    const std::size_t start = pos_;
+    const char quote = peek();
     ++pos_;
-    std::string out;
     while (true) {
-      if (at_end() || peek() == '\n') return std::unexpected(error_at(start, "unterminated quoted string"));
-      char c = peek();
+      if (at_end() || (peek() == '\n' && quote != '`')) return std::unexpected(error_at(start, "unterminated quoted string"));
+      const char c = peek();
       ++pos_;
-      if (c == quote) return out;
-      if (c != '\\' || quote == '`') {
-        out += c;
-        continue;
-      }
-      if (at_end()) return std::unexpected(error_at(start, "unterminated quoted string"));
-      std::size_t escape_at = pos_ - 1;
-      char e = peek();
-      ++pos_;
-      switch (e) {
-        case 'a': out += '\a'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'v': out += '\v'; break;
-        case '\\': out += '\\'; break;
-        case '\'': out += '\''; break;
-        case '"': out += '"'; break;
-        case 'x':
-        case 'u':
-        case 'U': {
-          int digits = e == 'x' ? 2 : e == 'u' ? 4 : 8;
-          std::uint32_t cp = 0;
-          for (int i = 0; i < digits; ++i) {
-            int d = at_end() ? -1 : hex_digit(peek());
-            if (d < 0) return std::unexpected(error_at(escape_at, "invalid escape sequence in quoted string"));
-            cp = cp * 16 + static_cast<std::uint32_t>(d);
-            ++pos_;
-          }
-          if (e == 'x') {
-            out += static_cast<char>(cp);  // a byte, as in Go
-          } else {
-            if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-              return std::unexpected(error_at(escape_at, "invalid Unicode code point in quoted string"));
-            }
-            append_utf8(out, cp);
-          }
-          break;
-        }
-        default:
-          if (e >= '0' && e <= '7') {
-            std::uint32_t v = static_cast<std::uint32_t>(e - '0');
-            for (int i = 0; i < 2; ++i) {
-              if (at_end() || peek() < '0' || peek() > '7') {
-                return std::unexpected(error_at(escape_at, "invalid octal escape in quoted string"));
-              }
-              v = v * 8 + static_cast<std::uint32_t>(peek() - '0');
-              ++pos_;
-            }
-            if (v > 255) return std::unexpected(error_at(escape_at, "invalid octal escape in quoted string"));
-            out += static_cast<char>(v);
-          } else {
-            return std::unexpected(error_at(escape_at, fmt::format("unknown escape sequence '\\{}'", e)));
-          }
-      }
+      if (c == quote) break;
+      if (c == '\\' && quote != '`' && !at_end()) ++pos_;
     }
+    const std::string_view literal = text_.substr(start, pos_ - start);
+    const auto tokens = lex(literal);
+    if (tokens.empty() || tokens[0].kind != TokenKind::kString || tokens[0].text != literal) {
+      const std::string why = !tokens.empty() && tokens[0].kind == TokenKind::kError ? tokens[0].error : "invalid quoted string";
+      return std::unexpected(error_at(start, why));
+    }
+    return unquote_string(literal);
   }
 
   // An unsigned number: digits with optional fraction and exponent, or Inf / NaN (any case).

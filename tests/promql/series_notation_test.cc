@@ -123,6 +123,8 @@ TEST(SeriesNotation, ErrorsNameTheColumn) {
            {R"(m{a=b} 1)", "column 5: expected a quoted value"},
            {R"(m{a="b} 1)", "column 5: unterminated quoted string"},
            {R"(m{a="1",a="2"} 1)", "column 9: label \"a\" given twice"},
+           {R"(m{a="\q"} 1)", "column 5: unknown escape sequence"},
+           {R"(m{a="\x4"} 1)", "column 5:"},
            {"m foo", "column 3: invalid series value \"foo\""},
            {"m stalex2", "column 3: invalid series value"},
            {"1 2", "column 1: expected a metric name"},
@@ -143,6 +145,7 @@ TEST(SeriesNotation, LabelsAlone) {
 TEST(SeriesNotation, StringLiteralAlone) {
   EXPECT_EQ(unquote_string_literal(R"("a\tb")"), "a\tb");
   EXPECT_EQ(unquote_string_literal("`Foo`"), "Foo");
+  EXPECT_EQ(unquote_string_literal(R"("\u00e9\x41\101\"")"), "\u00e9AA\"");
   EXPECT_EQ(unquote_string_literal(R"(" Foo ")"), " Foo ");
   EXPECT_FALSE(unquote_string_literal("Foo").has_value());
   EXPECT_FALSE(unquote_string_literal(R"("a" b)").has_value());
