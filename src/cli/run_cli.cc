@@ -15,6 +15,7 @@
 #include "cli/query_verb.h"
 #include "cli/serve_verb.h"
 #include "cli/stop_signal.h"
+#include "cli/rules_verb.h"
 #include "cli/trace_verb.h"
 
 namespace gpuscope::cli {
@@ -36,6 +37,7 @@ constexpr std::string_view kUsage =
     "          history and Prometheus's query API (/api/v1/query, query_range, series, labels)\n"
     "  eval    a PromQL query over the agent's history (a running agent, or its data directory)\n"
     "  trace   analyse PyTorch profiler traces (one file or a directory of ranks): idle causes, kernels, verdict\n"
+    "  rules   check Prometheus rule files and run their unit tests (promtool check rules / test rules)\n"
     "\n"
     "Global options (before or after the command):\n"
     "  --simulate[=SCENARIO]  use gpuscope's simulated NVML library, optionally with a scenario file\n"
@@ -111,9 +113,10 @@ int dispatch(std::span<const char* const> argv, Invocation& inv) {
   if (cl->verb == "serve") return run_serve(args, inv);
   if (cl->verb == "eval") return run_eval(args, inv);  // an agent's API or a data directory: never NVML
   if (cl->verb == "trace") return run_trace(args, inv);  // reads files only: never opens NVML
-  if (cl->verb.empty()) return usage_error(inv.err, "no command given (list, info, query, dmon, serve, eval, trace; see 'gpuscope --help')");
+  if (cl->verb == "rules") return run_rules(args, inv);  // rule files only: never opens NVML
+  if (cl->verb.empty()) return usage_error(inv.err, "no command given (list, info, query, dmon, serve, eval, trace, rules; see 'gpuscope --help')");
   return usage_error(inv.err,
-                     fmt::format("unknown command '{}' (list, info, query, dmon, serve, eval, trace; see 'gpuscope --help')", cl->verb));
+                     fmt::format("unknown command '{}' (list, info, query, dmon, serve, eval, trace, rules; see 'gpuscope --help')", cl->verb));
 }
 
 int run(std::span<const char* const> argv, std::ostream& out, std::ostream& err, const std::atomic<bool>& stop,

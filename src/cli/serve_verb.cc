@@ -20,10 +20,12 @@
 #include <fmt/format.h>
 
 #include "cli/history_recorder.h"
+#include "cli/rule_evaluation_loop.h"
 #include "export/metric_set.h"
 #include "http/agent_routes.h"
 #include "http/http_server.h"
 #include "http/query_api.h"
+#include "http/rules_api.h"
 #include "promql/parser.h"
 #include "sampler/hpc_job_map.h"
 #include "sampler/sampler.h"
@@ -103,8 +105,10 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
       "  /api/v1/query, /api/v1/query_range, /api/v1/series, /api/v1/labels, /api/v1/label/NAME/values\n"
       "                 PromQL over the recorded history, Prometheus's HTTP API (Grafana can use it as a\n"
       "                 Prometheus data source)\n"
+      "  /api/v1/rules, /api/v1/alerts   the --rules groups and their alerts, as Prometheus shows them\n"
       "It listens on 127.0.0.1:9400 by default; --listen :9400 listens on every interface (what Prometheus on\n"
-      "another host needs). SIGTERM/SIGINT stop it; SIGHUP reloads --collectors (a bad file keeps the old one).\n"
+      "another host needs). SIGTERM/SIGINT stop it; SIGHUP reloads --collectors and --rules (a bad file keeps the\n"
+      "old one).\n"
       "Logs go to stderr in logfmt.",
       "  gpuscope serve --listen :9400 --interval 1s\n"
       "  gpuscope serve --collectors /etc/dcgm-exporter/default-counters.csv --hostname-label hostname\n"
@@ -155,8 +159,26 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
   app->add_flag("--metrics-timestamps", o.metrics.timestamps,
                "write each GPU sample's reading time into /metrics, so Prometheus stores the agent's sample times "
                "(no staleness markers for them then, as Prometheus's rule for timestamped samples)");
+  std::string evaluation_interval = "1m";
+  std::vector<std::string> external_labels;
+  app->add_option("--rules", o.rule_specs,
+                  "Prometheus rule file, directory of *.yml/*.yaml, or glob; repeatable. Recording rules write to the "
+                  "history, alerts show in ALERTS, /api/v1/alerts and /api/v1/rules (e.g. rules/gpu.rules.yml)")
+      ->type_name("FILE|DIR|GLOB");
+  app->add_option("--evaluation-interval", evaluation_interval,
+                  "how often rule groups without their own interval are evaluated, 1s to 1h (default 1m)")
+      ->type_name("DURATION");
+  app->add_option("--external-label", external_labels,
+                  "NAME=VALUE seen by rule templates as $externalLabels (e.g. cluster=prod); repeatable")
+      ->type_name("NAME=VALUE");
+  app->add_option("--external-url", o.external_url, "the URL rule templates see as $externalURL")->type_name("URL");
   app->add_flag("--no-history", no_history, "record no history (no data directory; the query API answers from nothing)");
+  PriceFlags price_flags;
+  add_price_flags(*app, price_flags);
   if (auto parsed = parse_arguments(*app, args); !parsed) return std::unexpected(parsed.error());
+  auto prices = select_prices(price_flags);
+  if (!prices) return std::unexpected(usage(prices.error()));
+  o.prices = std::move(*prices);
   o.history = !no_history;
   if (o.data_dir.empty()) o.data_dir = default_data_dir();
   auto ret = promql::parse_duration(retention);  // PromQL's durations: 15d and 2w work too
@@ -174,6 +196,23 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
     return std::unexpected(usage(fmt::format("invalid value '{}' for --query-timeout (100ms to 1h)", query_timeout)));
   }
   o.query_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*qt);
+  auto ei = parse_duration(evaluation_interval);
+  if (!ei || *ei < std::chrono::seconds(1) || *ei > std::chrono::hours(1)) {
+    return std::unexpected(
+        usage(fmt::format("invalid value '{}' for --evaluation-interval (1s to 1h, e.g. 30s, 1m)", evaluation_interval)));
+  }
+  o.evaluation_interval = std::chrono::duration_cast<std::chrono::milliseconds>(*ei);
+  for (const std::string& l : external_labels) {
+    const auto eq = l.find('=');
+    const std::string name = l.substr(0, eq);
+    if (eq == std::string::npos || name.empty() || !store::is_valid_label_name(name) || name == "__name__") {
+      return std::unexpected(usage(fmt::format("invalid value '{}' for --external-label (NAME=VALUE)", l)));
+    }
+    o.external_labels.emplace_back(name, l.substr(eq + 1));
+  }
+  if (!o.rule_specs.empty() && no_history) {
+    return std::unexpected(usage("--rules needs the history that --no-history turns off: rules query it"));
+  }
 
   auto address = http::parse_listen_address(listen);
   if (!address) return std::unexpected(usage(fmt::format("{} in --listen", address.error())));
@@ -226,6 +265,27 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
 
   auto set = load_set(o, log);
   if (!set) return usage_error(inv.err, set.error());
+  // Rules are read before anything starts: a bad rule file stops the agent with every problem listed.
+  std::unique_ptr<rules::RuleManager> rule_manager;
+  if (!o.rule_specs.empty()) {
+    auto groups = load_rules(o.rule_specs);
+    if (!groups) {
+      for (const std::string& e : groups.error()) inv.err << "gpuscope: " << e << '\n';
+      return kExitUsage;
+    }
+    rules::RuleManagerOptions ro;
+    ro.default_interval_ms = o.evaluation_interval.count();
+    std::vector<store::Label> external;
+    for (const auto& [k, v] : o.external_labels) external.push_back({k, v});
+    ro.external_labels = store::Labels(std::move(external));
+    ro.external_url = o.external_url;
+    ro.engine.timeout = o.query_timeout;
+    ro.engine.default_subquery_step_ms = o.evaluation_interval.count();
+    std::size_t rule_count = 0;
+    for (const auto& g : *groups) rule_count += g.rules.size();
+    log.info("rules loaded", {{"groups", std::to_string(groups->size())}, {"rules", std::to_string(rule_count)}});
+    rule_manager = std::make_unique<rules::RuleManager>(std::move(*groups), std::move(ro));
+  }
 
   // The signals are taken by this thread with sigtimedwait, so every thread started below inherits a
   // mask that blocks them.
@@ -251,6 +311,16 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
   // hostname is the pod's name.
   model::SystemInfo system = backend.system();
   if (const char* node = std::getenv("NODE_NAME"); node != nullptr && *node != '\0') system.hostname = node;
+
+  // Prices are resolved once: the GPUs and the catalog are fixed for the agent's life.
+  options->metrics.hourly_price_dollars = hourly_prices(o.prices, backend.gpus());
+  options->metrics.price_tier = std::string(model::price_tier_name(o.prices.tier));
+  if (o.prices.catalog) {
+    const std::string& file = o.prices.catalog->source();
+    log.info("price catalog", {{"file", file.empty() ? "none (--price-override only)" : file},
+                               {"tier", o.metrics.price_tier},
+                               {"priced_gpus", std::to_string(o.metrics.hourly_price_dollars.size())}});
+  }
 
   // Logged once per change, not per reading: a GPU lost or back, readings slower than the interval.
   std::vector<bool> was_up(backend.gpus().size(), true);
@@ -347,6 +417,7 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
   api_options.version = GPUSCOPE_VERSION;
   const store::Queryable& history = tsdb ? static_cast<const store::Queryable&>(*tsdb) : no_history;
   http::QueryApi api(history, api_options, unix_ms_now);
+  http::RulesApi rules_api(rule_manager.get());
 
   http::HttpServerOptions http_options;
   http_options.host = o.host;
@@ -355,8 +426,10 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
   http_options.header_timeout = o.http_timeout;
   auto server = http::HttpServer::start(
       http_options,
-      [&routes, &api](const http::HttpRequest& r) {
-        return http::QueryApi::handles(r.path()) ? api.handle(r) : routes.handle(r);
+      [&routes, &api, &rules_api](const http::HttpRequest& r) {
+        if (http::QueryApi::handles(r.path())) return api.handle(r);
+        if (http::RulesApi::handles(r.path())) return rules_api.handle(r);
+        return routes.handle(r);
       },
       log);
   if (!server) {
@@ -364,6 +437,20 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
     return kExitRuntime;
   }
   sampler.start();
+  std::optional<RuleEvaluationLoop> rule_loop;
+  std::optional<rules::AlertStateFile> alert_state;
+  if (rule_manager) {
+    // Alerts carry on from where the last run left them: no second notification, `for` progress kept.
+    alert_state.emplace(o.data_dir + "/alerts.json");
+    if (auto restored = alert_state->restore(*rule_manager, unix_ms_now()); !restored) {
+      log.warn("alert state not restored; alerts start afresh", {{"err", restored.error()}});
+    } else if (*restored > 0) {
+      log.info("alert state restored", {{"alerts", std::to_string(*restored)}});
+    }
+    rule_loop.emplace(*rule_manager, *tsdb, &*alert_state, unix_ms_now, log);
+    // The first evaluation waits for the first reading, so rules never start on an empty store.
+    rule_loop->start([&sampler] { sampler.wait_for(1, std::chrono::seconds(30)); });
+  }
   const std::string shown_host = o.host.empty() ? "" : (o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host);
   log.info("listening", {{"address", fmt::format("{}:{}", shown_host, (*server)->port())},
                          {"interval", fmt::format("{}ms", std::chrono::duration_cast<std::chrono::milliseconds>(o.interval).count())}});
@@ -381,8 +468,17 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
       break;
     }
     if (sig == SIGHUP) {
+      if (rule_manager) {
+        if (auto groups = load_rules(o.rule_specs); groups) {
+          log.info("rules reloaded", {{"groups", std::to_string(groups->size())}});
+          rule_manager->replace(std::move(*groups));
+          rule_loop->wake();
+        } else {
+          for (const std::string& e : groups.error()) log.error("rule file reload failed; keeping the previous rules", {{"err", e}});
+        }
+      }
       if (o.collectors_file.empty()) {
-        log.info("SIGHUP: no collectors file to reload");
+        if (!rule_manager) log.info("SIGHUP: no collectors or rule files to reload");
         continue;
       }
       if (auto reloaded = load_set(o, log); reloaded) {
@@ -396,6 +492,7 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
   }
 
   (*server)->stop();
+  if (rule_loop) rule_loop->stop();
   if (!sampler.stop(kStopGrace)) {
     if (inv.handle_signals) {
       // Joining would wait for the driver; a hung NVML call must not keep the agent from stopping.

@@ -7,8 +7,11 @@
 #include <expected>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cli/invocation.h"
+#include "cli/price_flags.h"
 #include "export/gpu_metrics.h"
 #include "log/logger.h"
 
@@ -32,6 +35,14 @@ struct ServeOptions {
   std::chrono::milliseconds retention = std::chrono::hours(24 * 15);
   std::chrono::milliseconds flush_interval = std::chrono::seconds(60);
   std::chrono::milliseconds query_timeout = std::chrono::minutes(2);
+  // Prometheus rule files (files, directories, globs) evaluated against the history; groups without
+  // an interval use evaluation_interval. External labels and URL are what templates see.
+  std::vector<std::string> rule_specs;
+  std::chrono::milliseconds evaluation_interval = std::chrono::minutes(1);
+  std::vector<std::pair<std::string, std::string>> external_labels;
+  std::string external_url;
+  // The price catalog and tier behind gpuscope_gpu_hourly_price_dollars (no catalog: no such series).
+  PriceSelection prices;
 };
 
 // $STATE_DIRECTORY when systemd sets it (the unit in deploy/), else /var/lib/gpuscope for root, and

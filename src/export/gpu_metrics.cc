@@ -29,6 +29,7 @@ constexpr std::array<ThrottleReason, 9> kThrottleReasons{{
 struct GpuRow {
   const model::GpuSample* sample;
   std::string labels;
+  unsigned index;
 };
 
 // A per-GPU gauge taken straight from one catalog field, written only where the field is valid.
@@ -140,7 +141,7 @@ void write_gpu_metrics(ExpositionWriter& w, const model::Snapshot& snapshot, std
     }
     if (per_job.empty()) per_job.push_back(labels);
     for (auto& l : per_job) {
-      GpuRow row{sample, std::move(l)};
+      GpuRow row{sample, std::move(l), info.index};
       if (sample != nullptr && sample->up) up.push_back(row);
       all.push_back(std::move(row));
     }
@@ -213,6 +214,24 @@ void write_gpu_metrics(ExpositionWriter& w, const model::Snapshot& snapshot, std
                      FieldId::kPcieLinkWidthCurrent);
   write_field_family(w, up, "gpuscope_pcie_link_width_max", "Maximum PCIe link width (lanes).",
                      FieldId::kPcieLinkWidthMax);
+
+  // A GPU costs the same whether or not it answers NVML, so the price follows every GPU found at start,
+  // with the same labels as its other series (PromQL joins on UUID or on all GPU labels both work).
+  const bool any_price = std::ranges::any_of(gpus, [&](const model::GpuInfo& g) {
+    return options.hourly_price_dollars.contains(g.index);
+  });
+  if (any_price) {
+    w.family("gpuscope_gpu_hourly_price_dollars", MetricType::kGauge,
+             "Price of the GPU in USD per GPU-hour from the price catalog, in the pricing tier of the tier label.");
+    LabelSet tier;
+    tier.add("tier", options.price_tier);
+    for (const auto& r : all) {
+      const auto price = options.hourly_price_dollars.find(r.index);
+      if (price != options.hourly_price_dollars.end()) {
+        w.sample("gpuscope_gpu_hourly_price_dollars", r.labels, price->second, tier.text());
+      }
+    }
+  }
 
   write_processes(w, up, options);
 }

@@ -1,8 +1,9 @@
 // The GPU part of /metrics: every exported DCGM field with dcgm-exporter's names and labels, and
-// gpuscope's own per-GPU series (up, XIDs by code, throttle reasons, PCIe link, per-process use).
+// gpuscope's own per-GPU series (up, XIDs by code, throttle reasons, PCIe link, price, per-process use).
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <span>
 #include <string>
 
@@ -24,6 +25,11 @@ struct GpuMetricsOptions {
   // Each GPU sample carries its reading's time (`serve --metrics-timestamps`), so a Prometheus
   // scraping the agent stores the agent's own sample times instead of its scrape times.
   bool timestamps = false;
+  // USD per GPU-hour by GPU index, resolved once from the price catalog (`serve --price-catalog`) in
+  // `price_tier`, the series' `tier` label. A GPU not here (model not priced) has no
+  // gpuscope_gpu_hourly_price_dollars series, never a 0 that would read as "free".
+  std::map<unsigned, double> hourly_price_dollars;
+  std::string price_tier;
 };
 
 // The labels every series of GPU `info` carries: gpu, UUID, pci_bus_id, device, modelName, the host
@@ -31,8 +37,9 @@ struct GpuMetricsOptions {
 LabelSet gpu_labels(const model::GpuInfo& info, const model::SystemInfo& system, const MetricSet& set,
                     const GpuMetricsOptions& options);
 
-// Writes the families of one snapshot. A GPU that is down has only gpuscope_gpu_up 0; a field a GPU
-// does not support has no series (never 0). A GPU with HPC jobs has each series once per job, with an
+// Writes the families of one snapshot. A GPU that is down has only gpuscope_gpu_up 0 and its hourly
+// price (not a reading: a lost GPU is still paid for); a field a GPU does not support has no series
+// (never 0). A GPU with HPC jobs has each series once per job, with an
 // `hpc_job` label.
 void write_gpu_metrics(ExpositionWriter& writer, const model::Snapshot& snapshot,
                        std::span<const model::GpuInfo> gpus, const model::SystemInfo& system, const MetricSet& set,

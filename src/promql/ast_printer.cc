@@ -9,6 +9,7 @@
 #include "promql/ast.h"
 #include "promql/functions.h"
 #include "promql/lexer.h"
+#include "promql/parser.h"
 
 namespace gpuscope::promql {
 
@@ -32,34 +33,6 @@ std::string format_number(double v) {
   auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::fixed);
   if (ec != std::errc()) return fmt::format("{}", v);
   return std::string(buf, end);
-}
-
-// prometheus/common model.Duration.String(): "1h30m", "1w", "90d", "0s"; years and weeks only
-// when they divide the duration exactly.
-std::string format_duration(std::int64_t ms) {
-  if (ms == 0) return "0s";
-  std::string out;
-  if (ms < 0) {
-    out = "-";
-    ms = -ms;
-  }
-  struct Unit {
-    const char* name;
-    std::int64_t ms;
-    bool exact;
-  };
-  static constexpr Unit kUnits[] = {{"y", 365LL * 24 * 3600 * 1000, true}, {"w", 7LL * 24 * 3600 * 1000, true},
-                                    {"d", 24LL * 3600 * 1000, false},      {"h", 3600LL * 1000, false},
-                                    {"m", 60LL * 1000, false},             {"s", 1000, false},
-                                    {"ms", 1, false}};
-  for (const auto& u : kUnits) {
-    if (u.exact && ms % u.ms != 0) continue;
-    if (const std::int64_t v = ms / u.ms; v > 0) {
-      out += fmt::format("{}{}", v, u.name);
-      ms -= v * u.ms;
-    }
-  }
-  return out;
 }
 
 std::string label_name(std::string_view name) { return is_legacy_label_name(name) ? std::string(name) : go_quote(name); }
@@ -172,6 +145,34 @@ struct Printer {
 };
 
 }  // namespace
+
+// Years and weeks only when they divide the duration exactly, as model.Duration prints them.
+std::string format_duration(std::int64_t ms) {
+  if (ms == 0) return "0s";
+  std::string out;
+  if (ms < 0) {
+    out = "-";
+    ms = -ms;
+  }
+  struct Unit {
+    const char* name;
+    std::int64_t ms;
+    bool exact;
+  };
+  static constexpr Unit kUnits[] = {{"y", 365LL * 24 * 3600 * 1000, true}, {"w", 7LL * 24 * 3600 * 1000, true},
+                                    {"d", 24LL * 3600 * 1000, false},      {"h", 3600LL * 1000, false},
+                                    {"m", 60LL * 1000, false},             {"s", 1000, false},
+                                    {"ms", 1, false}};
+  for (const auto& u : kUnits) {
+    if (u.exact && ms % u.ms != 0) continue;
+    if (const std::int64_t v = ms / u.ms; v > 0) {
+      out += fmt::format("{}{}", v, u.name);
+      ms -= v * u.ms;
+    }
+  }
+  return out;
+}
+
 
 std::string to_string(const Expr& e) { return std::visit(Printer{}, e.node); }
 

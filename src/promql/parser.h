@@ -28,5 +28,7 @@ std::expected<ExprPtr, ParseError> parse_selector(std::string_view query);
 
 // A Prometheus duration ("5m", "1h30m", "250ms") in milliseconds.
 std::expected<std::int64_t, std::string> parse_duration(std::string_view text);
+// The other way, as Prometheus prints durations (model.Duration): "1h30m", "1w", "90d", "0s".
+std::string format_duration(std::int64_t ms);
 
 }  // namespace gpuscope::promql

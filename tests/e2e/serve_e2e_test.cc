@@ -86,7 +86,9 @@ std::string stable_part(const std::string& text) {
 
 
 TEST(ServeE2e, GoldenMetricsTextAndOpenMetrics) {
-  Agent agent({"--simulate=" + scenario("golden.yaml"), "serve", "--listen", "127.0.0.1:0", "--interval", "100ms"},
+  // The price catalog named, not found next to the binary, so a build directory anywhere gives the same file.
+  Agent agent({"--simulate=" + scenario("golden.yaml"), "serve", "--listen", "127.0.0.1:0", "--interval", "100ms",
+               "--price-catalog", std::string(GPUSCOPE_SOURCE_DIR) + "/catalog/gpu_prices.yaml"},
               frozen_env(600));
   ASSERT_GT(agent.port, 0) << agent.process->output();
   ASSERT_TRUE(agent.ready()) << agent.process->output();

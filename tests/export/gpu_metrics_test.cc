@@ -445,6 +445,55 @@ TEST_F(GpuMetrics, PcieLinkOnlyWhereSupported) {
   EXPECT_EQ(p.family("gpuscope_pcie_link_width_max"), nullptr);
 }
 
+// --- price ---
+
+TEST_F(GpuMetrics, HourlyPriceHasTheGpuLabelsAndTheTier) {
+  options.hourly_price_dollars = {{0, 5.505}};
+  options.price_tier = "spot";
+  const std::string text = render();
+  EXPECT_NE(text.find("# HELP gpuscope_gpu_hourly_price_dollars Price of the GPU in USD per GPU-hour from the price "
+                      "catalog, in the pricing tier of the tier label.\n"
+                      "# TYPE gpuscope_gpu_hourly_price_dollars gauge\n"
+                      "gpuscope_gpu_hourly_price_dollars{" + std::string(kGpu0Labels) + ",tier=\"spot\"} 5.505\n"),
+            std::string::npos)
+      << text;
+  // The same GPU labels as the DCGM series, so `on(UUID)` and `ignoring(tier)` joins match.
+  const auto p = parsed();
+  auto price = p.samples("gpuscope_gpu_hourly_price_dollars").at(0)->labels;
+  price.erase("tier");
+  EXPECT_EQ(price, p.samples("DCGM_FI_DEV_GPU_UTIL").at(0)->labels);
+}
+
+TEST_F(GpuMetrics, HourlyPriceAbsentForAnUnpricedModelNeverZero) {
+  infos.push_back(testing::h100_info(1));
+  infos[1].name = "NVIDIA H200";
+  snapshot.gpus.push_back(testing::h100_sample(1));
+  options.hourly_price_dollars = {{0, 5.505}};  // GPU 1's model is not in the catalog
+  options.price_tier = "on_demand";
+  const auto p = parsed();
+  ASSERT_EQ(p.samples("gpuscope_gpu_hourly_price_dollars").size(), 1u);
+  EXPECT_EQ(p.value("gpuscope_gpu_hourly_price_dollars", {{"gpu", "0"}, {"tier", "on_demand"}}), 5.505);
+  EXPECT_TRUE(p.samples("gpuscope_gpu_hourly_price_dollars", {{"gpu", "1"}}).empty());
+
+  options.hourly_price_dollars.clear();  // no catalog, or no GPU priced: no family at all
+  EXPECT_EQ(render().find("gpuscope_gpu_hourly_price"), std::string::npos);
+}
+
+TEST_F(GpuMetrics, HourlyPriceStaysWhileAGpuIsDownAndFollowsHpcJobs) {
+  options.hourly_price_dollars = {{0, 3.673}};
+  options.price_tier = "on_demand";
+  gpu(0).hpc_jobs = {"1234", "5678"};
+  auto p = parsed();
+  EXPECT_EQ(p.value("gpuscope_gpu_hourly_price_dollars", {{"hpc_job", "1234"}}), 3.673);
+  EXPECT_EQ(p.value("gpuscope_gpu_hourly_price_dollars", {{"hpc_job", "5678"}}), 3.673);
+  // A lost GPU is still paid for.
+  gpu(0).up = false;
+  gpu(0).hpc_jobs.clear();
+  p = parsed();
+  EXPECT_EQ(p.value("gpuscope_gpu_up"), 0);
+  EXPECT_EQ(p.value("gpuscope_gpu_hourly_price_dollars"), 3.673);
+}
+
 // --- processes ---
 
 TEST_F(GpuMetrics, ProcessSeriesLargestMemoryFirstUpToTheLimit) {
@@ -554,6 +603,8 @@ class FullExposition : public GpuMetrics {
  protected:
   FullExposition() {
     infos = {testing::h100_info(0), testing::h100_info(1)};
+    options.hourly_price_dollars = {{0, 5.505}, {1, 5.505}};
+    options.price_tier = "on_demand";
     snapshot.gpus.clear();
     for (unsigned i = 0; i < 2; ++i) {
       model::GpuSample s = testing::h100_sample(i);
@@ -623,6 +674,7 @@ TEST_F(FullExposition, ParsesBackInBothFormats) {
     EXPECT_EQ(p->value("gpuscope_process_sm_utilization_ratio", {{"gpu", "0"}, {"pid", "1000"}}), 0.71);
     EXPECT_EQ(p->value("DCGM_FI_PROF_SM_ACTIVE", {{"gpu", "1"}}), 0.75);
     EXPECT_EQ(p->value("gpuscope_collector_success", {{"collector", "device"}}), 1);
+    EXPECT_EQ(p->value("gpuscope_gpu_hourly_price_dollars", {{"gpu", "1"}}), 5.505);
     EXPECT_EQ(p->value("process_cpu_seconds_total"), 1.25);
     ASSERT_NE(p->family(om ? "process_cpu_seconds" : "process_cpu_seconds_total"), nullptr);
     EXPECT_EQ(p->family("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")->type, om ? "unknown" : "counter");

@@ -1,0 +1,109 @@
+#include "cli/rule_evaluation_loop.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include <fmt/format.h>
+
+namespace gpuscope::cli {
+namespace {
+
+class TsdbAppender : public rules::SampleAppender {
+ public:
+  explicit TsdbAppender(store::Tsdb& tsdb) : tsdb_(tsdb) {}
+  std::expected<void, std::string> append(const store::Labels& labels, std::int64_t t_ms, double value) override {
+    auto ok = tsdb_.append(labels, t_ms, value);
+    if (!ok) return std::unexpected(ok.error().message);
+    return {};
+  }
+
+ private:
+  store::Tsdb& tsdb_;
+};
+
+}  // namespace
+
+std::expected<std::vector<rules::RuleGroupDefinition>, std::vector<std::string>> load_rules(
+    const std::vector<std::string>& specs) {
+  auto files = rules::expand_rule_paths(specs);
+  if (!files) return std::unexpected(std::vector<std::string>{files.error()});
+  return rules::load_rule_groups(*files);
+}
+
+RuleEvaluationLoop::RuleEvaluationLoop(rules::RuleManager& manager, store::Tsdb& tsdb, rules::AlertStateFile* state,
+                                       std::function<std::int64_t()> now_ms, log::Logger& log)
+    : manager_(manager), tsdb_(tsdb), state_(state), now_ms_(std::move(now_ms)), log_(log) {}
+
+RuleEvaluationLoop::~RuleEvaluationLoop() { stop(); }
+
+void RuleEvaluationLoop::start(std::function<void()> ready) {
+  thread_ = std::thread([this, ready = std::move(ready)] { run(ready); });
+}
+
+void RuleEvaluationLoop::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (!thread_.joinable()) return;
+  thread_.join();
+  if (state_ != nullptr) {
+    if (auto saved = state_->save(manager_, now_ms_(), true); !saved) {
+      log_.error("alert state not saved at stop; a restart may notify again", {{"err", saved.error()}});
+    }
+  }
+}
+
+void RuleEvaluationLoop::wake() {
+  {
+    std::lock_guard lock(mu_);
+    woken_ = true;
+  }
+  cv_.notify_all();
+}
+
+void RuleEvaluationLoop::run(const std::function<void()>& ready) {
+  if (ready) ready();
+  TsdbAppender appender(tsdb_);
+  // A rule's health is logged when it changes, not at every evaluation.
+  std::map<std::string, std::string> last_errors;
+  bool save_failing = false;
+  for (;;) {
+    {
+      std::lock_guard lock(mu_);
+      if (stop_) return;
+      woken_ = false;
+    }
+    const std::int64_t next = manager_.evaluate_due(tsdb_, appender, now_ms_());
+    if (state_ != nullptr) {
+      auto saved = state_->save(manager_, now_ms_());
+      if (!saved && !save_failing) log_.error("alert state not saved; a restart may notify again", {{"err", saved.error()}});
+      save_failing = !saved;
+    }
+    manager_.visit([&](const std::vector<rules::RuleGroup>& groups) {
+      for (const rules::RuleGroup& g : groups) {
+        for (const rules::RuleGroup::Rule& r : g.rules()) {
+          const std::string key = g.file() + "\n" + g.name() + "\n" + r.definition().name;
+          std::string& last = last_errors[key];
+          if (r.status.last_error == last) continue;
+          if (r.status.last_error.empty()) {
+            log_.info("rule evaluates again", {{"group", g.name()}, {"rule", r.definition().name}});
+          } else {
+            log_.warn("rule evaluation failed",
+                      {{"group", g.name()}, {"rule", r.definition().name}, {"err", r.status.last_error}});
+          }
+          last = r.status.last_error;
+        }
+      }
+    });
+    std::unique_lock lock(mu_);
+    // Capped: the wall clock may be stepped, and a group far in the future is simply checked again.
+    const auto wait = std::chrono::milliseconds(std::clamp<std::int64_t>(next - now_ms_(), 1, 60'000));
+    cv_.wait_for(lock, wait, [this] { return stop_ || woken_; });
+    if (stop_) return;
+  }
+}
+
+}  // namespace gpuscope::cli

@@ -1,0 +1,53 @@
+// RuleEvaluationLoop: the agent's rules thread. It evaluates the loaded rule groups on their intervals
+// against the agent's store and writes recorded series and ALERTS back to it, off the sampler thread,
+// so a slow rule never delays a GPU reading.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "log/logger.h"
+#include "rules/alert_state_file.h"
+#include "rules/rule_manager.h"
+#include "store/tsdb.h"
+
+namespace gpuscope::cli {
+
+class RuleEvaluationLoop {
+ public:
+  // The alert state is saved to `state` after each evaluation that changed it (null: not saved).
+  RuleEvaluationLoop(rules::RuleManager& manager, store::Tsdb& tsdb, rules::AlertStateFile* state,
+                     std::function<std::int64_t()> now_ms, log::Logger& log);
+  ~RuleEvaluationLoop();  // stop()
+
+  // `ready` is waited on (on the thread) before the first evaluation: the first reading is in the store.
+  void start(std::function<void()> ready);
+  void stop();
+  // Wakes the thread to evaluate now (after a reload).
+  void wake();
+
+ private:
+  void run(const std::function<void()>& ready);
+
+  rules::RuleManager& manager_;
+  store::Tsdb& tsdb_;
+  rules::AlertStateFile* state_;
+  std::function<std::int64_t()> now_ms_;
+  log::Logger& log_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool woken_ = false;
+  std::thread thread_;
+};
+
+// Loads --rules (files, directories, globs) into rule groups; every problem as one line.
+std::expected<std::vector<rules::RuleGroupDefinition>, std::vector<std::string>> load_rules(
+    const std::vector<std::string>& specs);
+
+}  // namespace gpuscope::cli
