@@ -57,7 +57,11 @@ class LabeledValueSink : public exporter::SampleSink {
 
 HistoryRecorder::HistoryRecorder(store::Tsdb& tsdb, std::vector<model::GpuInfo> gpus, model::SystemInfo system,
                                  exporter::GpuMetricsOptions options, log::Logger& log)
-    : tsdb_(tsdb), gpus_(std::move(gpus)), system_(std::move(system)), options_(options), log_(log) {}
+    : tsdb_(&tsdb), gpus_(std::move(gpus)), system_(std::move(system)), options_(options), log_(log) {}
+
+HistoryRecorder::HistoryRecorder(store::Head& head, std::vector<model::GpuInfo> gpus, model::SystemInfo system,
+                                 exporter::GpuMetricsOptions options, log::Logger& log)
+    : head_(&head), gpus_(std::move(gpus)), system_(std::move(system)), options_(options), log_(log) {}
 
 void HistoryRecorder::record(const model::Snapshot& snapshot) {
   auto set = set_.load();
@@ -69,7 +73,7 @@ void HistoryRecorder::record(const model::Snapshot& snapshot) {
     if (agent_status_) exporter::write_agent_metrics(writer, agent_status_());
   }
   const auto t_ms = std::chrono::duration_cast<std::chrono::milliseconds>(snapshot.time.time_since_epoch()).count();
-  const auto result = tsdb_.append_reading(t_ms, values_);
+  const auto result = tsdb_ != nullptr ? tsdb_->append_reading(t_ms, values_) : head_->append_reading(t_ms, values_);
   // Logged when appends start or stop failing (a clock stepped back), not per reading.
   const bool failing = result.rejected > 0;
   if (failing != append_failing_) {
@@ -81,9 +85,10 @@ void HistoryRecorder::record(const model::Snapshot& snapshot) {
       log_.info("history: samples accepted again");
     }
   }
+  if (tsdb_ == nullptr) return;
   const auto now_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  auto flushed = tsdb_.flush_if_due(now_ms);
+  auto flushed = tsdb_->flush_if_due(now_ms);
   if (flushed.has_value() == flush_failing_) {
     flush_failing_ = !flushed.has_value();
     if (flush_failing_) {

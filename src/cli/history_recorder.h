@@ -24,6 +24,9 @@ class HistoryRecorder {
  public:
   HistoryRecorder(store::Tsdb& tsdb, std::vector<model::GpuInfo> gpus, model::SystemInfo system,
                   exporter::GpuMetricsOptions options, log::Logger& log);
+  // Into a bare in-memory head, never flushed (a backtest on a virtual clock).
+  HistoryRecorder(store::Head& head, std::vector<model::GpuInfo> gpus, model::SystemInfo system,
+                  exporter::GpuMetricsOptions options, log::Logger& log);
 
   // The metric set to record from the next reading on (set at start and on each collectors reload).
   void set_metric_set(std::shared_ptr<const exporter::MetricSet> set) { set_.store(std::move(set)); }
@@ -34,7 +37,8 @@ class HistoryRecorder {
   void record(const model::Snapshot& snapshot);
 
  private:
-  store::Tsdb& tsdb_;
+  store::Tsdb* tsdb_ = nullptr;  // one of the two
+  store::Head* head_ = nullptr;
   const std::vector<model::GpuInfo> gpus_;
   const model::SystemInfo system_;
   const exporter::GpuMetricsOptions options_;

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/backtest_verb.h"
 #include "cli/dmon_verb.h"
 #include "cli/eval_verb.h"
 #include "cli/info_verb.h"
@@ -38,6 +39,7 @@ constexpr std::string_view kUsage =
     "  eval    a PromQL query over the agent's history (a running agent, or its data directory)\n"
     "  trace   analyse PyTorch profiler traces (one file or a directory of ranks): idle causes, kernels, verdict\n"
     "  rules   check Prometheus rule files and run their unit tests (promtool check rules / test rules)\n"
+    "  backtest  run a simulator scenario through the agent and its rules on a virtual clock: the alert timeline\n"
     "\n"
     "Global options (before or after the command):\n"
     "  --simulate[=SCENARIO]  use gpuscope's simulated NVML library, optionally with a scenario file\n"
@@ -114,9 +116,10 @@ int dispatch(std::span<const char* const> argv, Invocation& inv) {
   if (cl->verb == "eval") return run_eval(args, inv);  // an agent's API or a data directory: never NVML
   if (cl->verb == "trace") return run_trace(args, inv);  // reads files only: never opens NVML
   if (cl->verb == "rules") return run_rules(args, inv);  // rule files only: never opens NVML
-  if (cl->verb.empty()) return usage_error(inv.err, "no command given (list, info, query, dmon, serve, eval, trace, rules; see 'gpuscope --help')");
+  if (cl->verb == "backtest") return run_backtest(args, inv);  // always the simulator, on a virtual clock
+  if (cl->verb.empty()) return usage_error(inv.err, "no command given (list, info, query, dmon, serve, eval, trace, rules, backtest; see 'gpuscope --help')");
   return usage_error(inv.err,
-                     fmt::format("unknown command '{}' (list, info, query, dmon, serve, eval, trace, rules; see 'gpuscope --help')", cl->verb));
+                     fmt::format("unknown command '{}' (list, info, query, dmon, serve, eval, trace, rules, backtest; see 'gpuscope --help')", cl->verb));
 }
 
 int run(std::span<const char* const> argv, std::ostream& out, std::ostream& err, const std::atomic<bool>& stop,

@@ -4,7 +4,7 @@
 
 namespace gpuscope::nvml {
 
-EventWatcher::EventWatcher(const NvmlLibrary& lib, std::vector<nvmlDevice_t> devices)
+EventWatcher::EventWatcher(const NvmlLibrary& lib, std::vector<nvmlDevice_t> devices, bool threaded)
     : lib_(lib), devices_(std::move(devices)), xid_registered_(devices_.size(), false), counts_(devices_.size()) {
   if (lib_.nvmlEventSetCreate == nullptr || lib_.nvmlDeviceRegisterEvents == nullptr ||
       lib_.nvmlEventSetWait_v2 == nullptr || lib_.nvmlEventSetCreate(&set_) != NVML_SUCCESS) {
@@ -35,7 +35,7 @@ EventWatcher::EventWatcher(const NvmlLibrary& lib, std::vector<nvmlDevice_t> dev
     set_ = nullptr;
     return;
   }
-  thread_ = std::thread([this] { run(); });
+  if (threaded) thread_ = std::thread([this] { run(); });
 }
 
 EventWatcher::~EventWatcher() {
@@ -68,6 +68,12 @@ void EventWatcher::run() {
     const auto rest = std::chrono::milliseconds(kWaitTimeoutMs) - (clock::now() - started);
     if (rest > std::chrono::milliseconds(1)) std::this_thread::sleep_for(std::min<clock::duration>(rest, std::chrono::milliseconds(50)));
   }
+}
+
+void EventWatcher::drain() {
+  if (set_ == nullptr || thread_.joinable()) return;
+  nvmlEventData_t data{};
+  while (lib_.nvmlEventSetWait_v2(set_, &data, 0) == NVML_SUCCESS) record(data);
 }
 
 void EventWatcher::record(const nvmlEventData_t& data) {

@@ -15,14 +15,17 @@ namespace gpuscope::nvml {
 class EventWatcher {
  public:
   // `devices[i]` is GPU i's handle (null for a GPU without one). Registers what each GPU supports
-  // of SingleBitEcc, DoubleBitEcc and Xid, then starts the thread.
-  EventWatcher(const NvmlLibrary& lib, std::vector<nvmlDevice_t> devices);
+  // of SingleBitEcc, DoubleBitEcc and Xid, then starts the thread; without `threaded`, nothing waits
+  // and the owner calls drain() (a virtual clock: events are due exactly when the clock says).
+  EventWatcher(const NvmlLibrary& lib, std::vector<nvmlDevice_t> devices, bool threaded = true);
   ~EventWatcher();  // stops and joins within one wait timeout
   EventWatcher(const EventWatcher&) = delete;
   EventWatcher& operator=(const EventWatcher&) = delete;
 
   // False when the library has no event API or no GPU accepted a registration.
-  bool running() const { return thread_.joinable(); }
+  bool running() const { return set_ != nullptr; }
+  // Counts every event already delivered, without waiting (the unthreaded mode).
+  void drain();
   // Whether GPU `index` is registered for XID events (so "no XID seen" is a real 0).
   bool watches_xid(unsigned index) const;
   model::EventCounts counts(unsigned index) const;

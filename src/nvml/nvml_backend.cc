@@ -155,7 +155,7 @@ std::expected<std::unique_ptr<NvmlBackend>, BackendError> NvmlBackend::open(cons
   if (options.watch_events) {
     std::vector<nvmlDevice_t> devices;
     for (const auto& s : backend->state_) devices.push_back(s->device);
-    backend->events_ = std::make_unique<EventWatcher>(L, std::move(devices));
+    backend->events_ = std::make_unique<EventWatcher>(L, std::move(devices), !options.poll_events);
   }
   return backend;
 }
@@ -325,6 +325,7 @@ model::Snapshot NvmlBackend::sample() {
   const auto started = std::chrono::steady_clock::now();
   model::Snapshot snap;
   snap.time = now();
+  if (events_) events_->drain();
 
   // GPM ratios need two samples some time apart; the very first reading takes the first one here.
   bool waited_for_gpm = false;

@@ -26,6 +26,9 @@ struct BackendOptions {
   std::string scenario;
   // Start the XID/ECC event thread (nvmlEventSet) so snapshots carry event counts.
   bool watch_events = false;
+  // With watch_events: no thread; each sample() first counts the events already delivered. For a
+  // virtual clock (backtests), where events must be in the reading of the time they happen.
+  bool poll_events = false;
   // Resolve process pids to name, command line, user and container through this /proc.
   std::string proc_root = "/proc";
   // Read nvmlDeviceGetPcieThroughput (dmon's rxpci/txpci). Each call blocks ~20 ms on a real driver,

@@ -54,11 +54,11 @@ TEST(RunCli, EveryVerbHasHelpWithAnExample) {
 }
 
 TEST(RunCli, NoVerbIsAUsageError) {
-  expect_usage_error(run_gpuscope({}), "no command given (list, info, query, dmon, serve, eval, trace, rules; see 'gpuscope --help')");
+  expect_usage_error(run_gpuscope({}), "no command given (list, info, query, dmon, serve, eval, trace, rules, backtest; see 'gpuscope --help')");
 }
 
 TEST(RunCli, UnknownVerbIsAUsageError) {
-  expect_usage_error(run_gpuscope({"top"}), "unknown command 'top' (list, info, query, dmon, serve, eval, trace, rules; see 'gpuscope --help')");
+  expect_usage_error(run_gpuscope({"top"}), "unknown command 'top' (list, info, query, dmon, serve, eval, trace, rules, backtest; see 'gpuscope --help')");
 }
 
 TEST(RunCli, UnknownGlobalFlagIsAUsageError) {

@@ -1,0 +1,161 @@
+// The built-in rule pack against every scenario in scenarios/, through `gpuscope backtest` (the agent's
+// reading path, store and rules on a virtual clock): which alerts fire, on which GPU, and roughly when.
+// A change to a rule, a threshold or the simulator that moves these shows up here.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "e2e/command_runner.h"
+
+namespace gpuscope::e2e {
+namespace {
+
+using nlohmann::json;
+
+const std::string kExe = GPUSCOPE_EXE;
+
+struct Expected {
+  std::string alert;
+  std::string gpu;
+  double first_firing_minute;  // within [-1, +3] minutes
+};
+
+struct ScenarioCase {
+  std::string scenario;
+  std::vector<Expected> fires;  // exactly these (alert, gpu) fire within the first hour
+};
+
+std::ostream& operator<<(std::ostream& os, const ScenarioCase& c) { return os << c.scenario; }
+
+std::vector<ScenarioCase> cases() {
+  auto all_gpus = [](const std::string& alert, int n, double minute) {
+    std::vector<Expected> out;
+    for (int i = 0; i < n; ++i) out.push_back({alert, std::to_string(i), minute});
+    return out;
+  };
+  return {
+      {"thermal_runaway.yaml",
+       {{"GpuTemperatureHigh", "1", 17}, {"GpuTemperatureCritical", "1", 20}, {"GpuThermalThrottling", "1", 23},
+        {"GpuClockStraggler", "1", 37}}},
+      {"ecc.yaml",
+       {{"GpuEccDoubleBitErrors", "1", 2}, {"GpuEccDoubleBitErrors", "0", 3}, {"GpuXidUncorrectableMemoryError", "0", 3}}},
+      {"row_remap.yaml",
+       {{"GpuEccDoubleBitErrors", "0", 2}, {"GpuUncorrectableRowRemap", "0", 2}, {"GpuRowRemapFailure", "0", 4}}},
+      {"xid.yaml", {{"GpuXidFallenOffBus", "1", 3}}},  // XIDs 13 and 31 are application errors: no alert
+      // Lost for one minute: GpuLost goes pending but its `for` (30s, evaluated each minute) never completes.
+      {"gpu_lost.yaml", {{"GpuXidFallenOffBus", "1", 2}}},
+      {"idle.yaml", all_gpus("GpuIdle", 8, 30)},
+      {"stalled.yaml", all_gpus("GpuIdleMemoryHeld", 4, 22)},
+      {"data_starved.yaml", all_gpus("GpuDataStarved", 4, 11)},
+      {"memory_leak.yaml", {{"GpuMemoryLeak", "0", 31}}},
+      {"no_tensor.yaml", all_gpus("GpuTensorCoresUnused", 2, 20)},
+      {"power_cap.yaml", {{"GpuPowerThrottling", "0", 13}}},
+      // The straggler's clock is held low while its SM active is higher than its peers'.
+      {"straggler.yaml", {{"GpuClockStraggler", "3", 15}}},
+      {"mixed_a100.yaml", {{"GpuPcieLinkWidthDegraded", "6", 5}, {"GpuPcieLinkGenDegraded", "6", 10}}},
+      {"demo.yaml",
+       {{"GpuDataStarved", "2", 11}, {"GpuClockStraggler", "5", 15}, {"GpuStraggler", "2", 16},
+        {"GpuTemperatureHigh", "6", 25}, {"GpuEccDoubleBitErrors", "1", 29}, {"GpuXidFallenOffBus", "1", 30},
+        {"GpuThermalThrottling", "6", 30}, {"GpuTemperatureCritical", "6", 31}, {"GpuMemoryLeak", "3", 35},
+        {"GpuClockStraggler", "6", 48}}},
+      {"golden.yaml", {{"GpuDataStarved", "2", 11}, {"GpuStraggler", "2", 16}, {"GpuMemoryLeak", "0", 35}}},
+      // Healthy or not an alerting matter: nothing fires.
+      {"driver_r535.yaml", {}},
+      {"memory_bound.yaml", {}},
+      {"small_kernels.yaml", {}},
+      {"inference_bursty.yaml", {}},
+      {"nvml_errors.yaml", {}},
+  };
+}
+
+class RulePackBacktest : public ::testing::TestWithParam<ScenarioCase> {};
+
+TEST_P(RulePackBacktest, FiresTheExpectedAlertsOnTheRightGpuAtTheRightTime) {
+  const ScenarioCase& c = GetParam();
+  auto r = run_command({kExe, "backtest", "--scenario", scenario(c.scenario), "--duration", "1h", "--format", "json"},
+                       {}, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json report = json::parse(r.out);
+  std::map<std::pair<std::string, std::string>, double> first_firing;  // minutes
+  for (const json& e : report["events"]) {
+    if (e["state"] != "firing") continue;
+    const json& labels = e["labels"];
+    first_firing.emplace(std::make_pair(e["alertname"].get<std::string>(), labels.value("gpu", "-")),
+                         e["offset_seconds"].get<double>() / 60);
+  }
+  std::set<std::pair<std::string, std::string>> expected;
+  for (const Expected& x : c.fires) {
+    expected.insert({x.alert, x.gpu});
+    auto it = first_firing.find({x.alert, x.gpu});
+    if (it == first_firing.end()) {
+      ADD_FAILURE() << x.alert << " on GPU " << x.gpu << " never fired";
+      continue;
+    }
+    EXPECT_GE(it->second, x.first_firing_minute - 1) << x.alert << " on GPU " << x.gpu;
+    EXPECT_LE(it->second, x.first_firing_minute + 3) << x.alert << " on GPU " << x.gpu;
+  }
+  for (const auto& [key, minute] : first_firing) {
+    EXPECT_TRUE(expected.contains(key)) << "unexpected: " << key.first << " on GPU " << key.second << " at " << minute << "m";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, RulePackBacktest, ::testing::ValuesIn(cases()),
+                         [](const auto& info) {
+                           std::string name = info.param.scenario.substr(0, info.param.scenario.find('.'));
+                           for (char& ch : name) ch = ch == '-' ? '_' : ch;
+                           return name;
+                         });
+
+TEST(Backtest, EveryScenarioHasACase) {
+  std::set<std::string> covered;
+  for (const ScenarioCase& c : cases()) covered.insert(c.scenario);
+  // Scenarios the agent cannot run through (no driver) or that only slow the reading down.
+  covered.insert("driver_not_loaded.yaml");
+  covered.insert("slow_calls.yaml");
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(GPUSCOPE_SOURCE_DIR) / "scenarios")) {
+    if (entry.path().extension() != ".yaml") continue;
+    EXPECT_TRUE(covered.contains(entry.path().filename().string())) << entry.path() << " has no backtest case";
+  }
+}
+
+TEST(Backtest, TableOutputAndErrors) {
+  auto table = run_command({kExe, "backtest", "--scenario", scenario("xid.yaml"), "--duration", "10m"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("Backtest of "), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("+3m        firing    GpuXidFallenOffBus              1    xid-h100-01"), std::string::npos)
+      << table.out;
+  EXPECT_NE(table.out.find("1 alert fired; 1 still firing at the end."), std::string::npos) << table.out;
+
+  auto none = run_command({kExe, "backtest", "--duration", "10m"});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("backtest needs a scenario"), std::string::npos) << none.err;
+  auto bad_duration = run_command({kExe, "backtest", "--scenario", scenario("xid.yaml"), "--duration", "10 minutes"});
+  EXPECT_EQ(bad_duration.exit_code, 2);
+  EXPECT_NE(bad_duration.err.find("invalid value '10 minutes' for --duration"), std::string::npos) << bad_duration.err;
+  auto no_driver = run_command({kExe, "backtest", "--scenario", scenario("driver_not_loaded.yaml"), "--duration", "10m"});
+  EXPECT_EQ(no_driver.exit_code, 1);
+  EXPECT_NE(no_driver.err.find("Driver Not Loaded"), std::string::npos) << no_driver.err;
+
+  // Own rules instead of the pack.
+  const std::string rules = std::string(GPUSCOPE_BINARY_DIR) + "/backtest_rules_test.yml";
+  std::ofstream(rules) << "groups:\n  - name: t\n    rules:\n      - alert: AnyXid\n"
+                          "        expr: increase(gpuscope_xid_events_total[5m]) > 0\n";
+  auto own = run_command({kExe, "backtest", "--scenario", scenario("xid.yaml"), "--duration", "10m", "--rules", rules,
+                          "--format", "json"});
+  ASSERT_EQ(own.exit_code, 0) << own.err;
+  const json report = json::parse(own.out);
+  EXPECT_EQ(report["rules"], 1);
+  std::set<std::string> gpus;
+  for (const json& e : report["events"]) {
+    if (e["state"] == "firing") gpus.insert(e["labels"]["gpu"].get<std::string>());
+  }
+  EXPECT_EQ(gpus, (std::set<std::string>{"0", "1"}));
+  std::filesystem::remove(rules);
+}
+
+}  // namespace
+}  // namespace gpuscope::e2e
