@@ -37,6 +37,26 @@ RuleEvaluationLoop::RuleEvaluationLoop(rules::RuleManager& manager, store::Tsdb&
 
 RuleEvaluationLoop::~RuleEvaluationLoop() { stop(); }
 
+void RuleEvaluationLoop::publish_status() {
+  auto groups = std::make_shared<std::vector<exporter::RuleGroupStatus>>();
+  manager_.visit([&](const std::vector<rules::RuleGroup>& all) {
+    for (const rules::RuleGroup& g : all) {
+      exporter::RuleGroupStatus s;
+      s.rule_group = g.file() + ";" + g.name();
+      s.interval_seconds = static_cast<double>(g.interval_ms()) / 1000.0;
+      s.last_evaluation_timestamp_seconds = static_cast<double>(g.last_evaluation_ms()) / 1000.0;
+      s.last_duration_seconds = g.last_evaluation_seconds();
+      s.rules = static_cast<double>(g.rules().size());
+      s.iterations_total = g.counters().iterations;
+      s.iterations_missed_total = g.counters().iterations_missed;
+      s.evaluations_total = g.counters().rule_evaluations;
+      s.evaluation_failures_total = g.counters().rule_failures;
+      groups->push_back(std::move(s));
+    }
+  });
+  status_.store(std::move(groups));
+}
+
 void RuleEvaluationLoop::start(std::function<void()> ready) {
   thread_ = std::thread([this, ready = std::move(ready)] { run(ready); });
 }
@@ -65,6 +85,7 @@ void RuleEvaluationLoop::wake() {
 }
 
 void RuleEvaluationLoop::run(const std::function<void()>& ready) {
+  publish_status();
   if (ready) ready();
   TsdbAppender appender(tsdb_);
   // A rule's health is logged when it changes, not at every evaluation.
@@ -77,6 +98,7 @@ void RuleEvaluationLoop::run(const std::function<void()>& ready) {
       woken_ = false;
     }
     const std::int64_t next = manager_.evaluate_due(tsdb_, appender, now_ms_());
+    publish_status();
     if (state_ != nullptr) {
       auto saved = state_->save(manager_, now_ms_());
       if (!saved && !save_failing) log_.error("alert state not saved; a restart may notify again", {{"err", saved.error()}});

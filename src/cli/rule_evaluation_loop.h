@@ -3,7 +3,9 @@
 // so a slow rule never delays a GPU reading.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
+#include <memory>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -11,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "export/agent_metrics.h"
 #include "log/logger.h"
 #include "rules/alert_state_file.h"
 #include "rules/rule_manager.h"
@@ -30,9 +33,13 @@ class RuleEvaluationLoop {
   void stop();
   // Wakes the thread to evaluate now (after a reload).
   void wake();
+  // The groups' evaluation record as of the latest round, for /metrics: a copy published after each
+  // round, so a reader never waits for an evaluation in progress.
+  std::shared_ptr<const std::vector<exporter::RuleGroupStatus>> status() const { return status_.load(); }
 
  private:
   void run(const std::function<void()>& ready);
+  void publish_status();
 
   rules::RuleManager& manager_;
   store::Tsdb& tsdb_;
@@ -43,6 +50,7 @@ class RuleEvaluationLoop {
   std::condition_variable cv_;
   bool stop_ = false;
   bool woken_ = false;
+  std::atomic<std::shared_ptr<const std::vector<exporter::RuleGroupStatus>>> status_;
   std::thread thread_;
 };
 

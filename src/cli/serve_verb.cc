@@ -418,6 +418,21 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
   const store::Queryable& history = tsdb ? static_cast<const store::Queryable&>(*tsdb) : no_history;
   http::QueryApi api(history, api_options, unix_ms_now);
   http::RulesApi rules_api(rule_manager.get());
+  std::optional<RuleEvaluationLoop> rule_loop;
+  std::optional<rules::AlertStateFile> alert_state;
+  if (rule_manager) {
+    // Alerts carry on from where the last run left them: no second notification, `for` progress kept.
+    alert_state.emplace(o.data_dir + "/alerts.json");
+    if (auto restored = alert_state->restore(*rule_manager, unix_ms_now()); !restored) {
+      log.warn("alert state not restored; alerts start afresh", {{"err", restored.error()}});
+    } else if (*restored > 0) {
+      log.info("alert state restored", {{"alerts", std::to_string(*restored)}});
+    }
+    rule_loop.emplace(*rule_manager, *tsdb, &*alert_state, unix_ms_now, log);
+    routes.set_status_extension([&rule_loop](exporter::AgentStatus& status) {
+      if (auto groups = rule_loop->status()) status.rule_groups = *groups;
+    });
+  }
 
   http::HttpServerOptions http_options;
   http_options.host = o.host;
@@ -437,17 +452,7 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
     return kExitRuntime;
   }
   sampler.start();
-  std::optional<RuleEvaluationLoop> rule_loop;
-  std::optional<rules::AlertStateFile> alert_state;
-  if (rule_manager) {
-    // Alerts carry on from where the last run left them: no second notification, `for` progress kept.
-    alert_state.emplace(o.data_dir + "/alerts.json");
-    if (auto restored = alert_state->restore(*rule_manager, unix_ms_now()); !restored) {
-      log.warn("alert state not restored; alerts start afresh", {{"err", restored.error()}});
-    } else if (*restored > 0) {
-      log.info("alert state restored", {{"alerts", std::to_string(*restored)}});
-    }
-    rule_loop.emplace(*rule_manager, *tsdb, &*alert_state, unix_ms_now, log);
+  if (rule_loop) {
     // The first evaluation waits for the first reading, so rules never start on an empty store.
     rule_loop->start([&sampler] { sampler.wait_for(1, std::chrono::seconds(30)); });
   }

@@ -74,6 +74,44 @@ void write_agent_metrics(ExpositionWriter& w, const AgentStatus& s) {
            "Unix time of the last successful load of the collectors file.");
   w.sample("gpuscope_config_last_reload_success_timestamp_seconds", {}, s.config_reload_timestamp_seconds);
 
+  if (!s.rule_groups.empty()) {
+    struct Family {
+      const char* name;
+      MetricType type;
+      const char* help;
+      double (*value)(const RuleGroupStatus&);
+    };
+    static constexpr Family kFamilies[] = {
+        {"gpuscope_rule_group_rules", MetricType::kGauge, "Rules in each rule group.",
+         [](const RuleGroupStatus& g) { return g.rules; }},
+        {"gpuscope_rule_group_interval_seconds", MetricType::kGauge, "Each rule group's evaluation interval.",
+         [](const RuleGroupStatus& g) { return g.interval_seconds; }},
+        {"gpuscope_rule_group_last_evaluation_timestamp_seconds", MetricType::kGauge,
+         "Unix time of each rule group's latest evaluation (0: not yet evaluated).",
+         [](const RuleGroupStatus& g) { return g.last_evaluation_timestamp_seconds; }},
+        {"gpuscope_rule_group_last_duration_seconds", MetricType::kGauge, "How long each rule group's latest evaluation took.",
+         [](const RuleGroupStatus& g) { return g.last_duration_seconds; }},
+        {"gpuscope_rule_group_iterations_total", MetricType::kCounter, "Evaluations of each rule group.",
+         [](const RuleGroupStatus& g) { return static_cast<double>(g.iterations_total); }},
+        {"gpuscope_rule_group_iterations_missed_total", MetricType::kCounter,
+         "Evaluation slots of each rule group skipped because an evaluation came late.",
+         [](const RuleGroupStatus& g) { return static_cast<double>(g.iterations_missed_total); }},
+        {"gpuscope_rule_evaluations_total", MetricType::kCounter, "Rule evaluations in each rule group.",
+         [](const RuleGroupStatus& g) { return static_cast<double>(g.evaluations_total); }},
+        {"gpuscope_rule_evaluation_failures_total", MetricType::kCounter,
+         "Rule evaluations in each rule group that failed (query error, duplicate labels, limit, store).",
+         [](const RuleGroupStatus& g) { return static_cast<double>(g.evaluation_failures_total); }},
+    };
+    for (const Family& f : kFamilies) {
+      w.family(f.name, f.type, f.help);
+      for (const RuleGroupStatus& g : s.rule_groups) {
+        LabelSet l;
+        l.add("rule_group", g.rule_group);
+        w.sample(f.name, l.text(), f.value(g));
+      }
+    }
+  }
+
   w.family("gpuscope_build_info", MetricType::kGauge, "gpuscope's version; always 1.");
   LabelSet build;
   build.add("version", s.version);

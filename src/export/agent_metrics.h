@@ -28,6 +28,19 @@ struct ProcessUsage {
   double max_fds = 0;
 };
 
+// One rule group's evaluation record (serve --rules), named as Prometheus's rule manager names its own.
+struct RuleGroupStatus {
+  std::string rule_group;  // "FILE;GROUP", Prometheus's rule_group label value
+  double interval_seconds = 0;
+  double last_evaluation_timestamp_seconds = 0;  // 0 before the first evaluation
+  double last_duration_seconds = 0;
+  double rules = 0;
+  std::uint64_t iterations_total = 0;
+  std::uint64_t iterations_missed_total = 0;
+  std::uint64_t evaluations_total = 0;
+  std::uint64_t evaluation_failures_total = 0;
+};
+
 struct AgentStatus {
   std::optional<double> sample_age_seconds;  // absent before the first reading
   double sample_duration_seconds = 0;
@@ -39,6 +52,7 @@ struct AgentStatus {
   double config_reload_timestamp_seconds = 0;
   std::string version;
   std::optional<ProcessUsage> process;
+  std::vector<RuleGroupStatus> rule_groups;  // empty without --rules
 };
 
 // Each collector's time and whether it read without an NVML error on every GPU that is up (a lost GPU

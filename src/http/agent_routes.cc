@@ -109,6 +109,7 @@ exporter::AgentStatus AgentRoutes::agent_status() const {
   status.config_reload_timestamp_seconds = reload_time_.load();
   status.version = version_;
   status.process = read_process_usage();
+  if (extension_) extension_(status);
   return status;
 }
 

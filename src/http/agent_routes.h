@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -36,6 +37,9 @@ class AgentRoutes {
   // The agent's own state as /metrics shows it now (sample age and cost, collectors, reload state,
   // the process's CPU and memory); history records it with each reading.
   exporter::AgentStatus agent_status() const;
+  // Adds what other parts of the agent report (rule groups) to agent_status(); set before serving.
+  // Called on the sampler and HTTP threads: it must not wait for a lock a slow part holds.
+  void set_status_extension(std::function<void(exporter::AgentStatus&)> extension) { extension_ = std::move(extension); }
 
   // The /metrics body as a scrape with this Accept header would get it (uncompressed), rendered now.
   std::string render_metrics(exporter::ExpositionFormat format);
@@ -59,6 +63,7 @@ class AgentRoutes {
   const model::SystemInfo system_;
   const exporter::GpuMetricsOptions options_;
   const std::string version_;
+  std::function<void(exporter::AgentStatus&)> extension_;
 
   std::atomic<std::shared_ptr<const exporter::MetricSet>> set_;
   std::atomic<bool> reload_ok_{true};

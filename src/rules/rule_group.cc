@@ -79,6 +79,9 @@ std::size_t RuleGroup::evaluate(const EvaluationContext& ctx, SampleAppender& ou
     }
     r.status.evaluation_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
+  ++counters_.iterations;
+  counters_.rule_evaluations += rules_.size();
+  counters_.rule_failures += failed;
   last_evaluation_ms_ = t_ms;
   last_evaluation_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - group_start).count();
   return failed;

@@ -56,12 +56,23 @@ class RuleGroup {
   std::int64_t last_evaluation_ms() const { return last_evaluation_ms_; }
   double last_evaluation_seconds() const { return last_evaluation_seconds_; }
 
+  // Counted over the group's life (carried over a reload that keeps the group), for the agent's /metrics.
+  struct Counters {
+    std::uint64_t iterations = 0;         // evaluations of the whole group
+    std::uint64_t iterations_missed = 0;  // slots skipped because the evaluation came late
+    std::uint64_t rule_evaluations = 0;
+    std::uint64_t rule_failures = 0;
+  };
+  const Counters& counters() const { return counters_; }
+  Counters& counters() { return counters_; }
+
  private:
   RuleGroupDefinition definition_;
   std::int64_t interval_ms_;
   std::vector<Rule> rules_;
   std::int64_t last_evaluation_ms_ = 0;
   double last_evaluation_seconds_ = 0;
+  Counters counters_;
 };
 
 }  // namespace gpuscope::rules

@@ -54,6 +54,7 @@ void RuleManager::replace(std::vector<RuleGroupDefinition> definitions) {
     if (it == old_index.end()) continue;
     RuleGroup& old = groups_[it->second];
     if (old.interval_ms() == fresh[gi].interval_ms()) due[gi] = next_due_ms_[it->second];
+    fresh[gi].counters() = old.counters();
     std::map<std::string, RuleGroup::Rule*> old_rules;
     for (RuleGroup::Rule& r : old.rules()) old_rules.emplace(fingerprint(r.definition()), &r);
     for (RuleGroup::Rule& r : fresh[gi].rules()) {
@@ -86,7 +87,9 @@ std::int64_t RuleManager::evaluate_due(const store::Queryable& data, SampleAppen
     if (due == 0) due = now_ms;
     if (due <= now_ms) {
       // Missed slots are skipped: evaluate once, at the latest slot that has passed.
-      const std::int64_t slot = due + (now_ms - due) / interval * interval;
+      const std::int64_t missed = (now_ms - due) / interval;
+      const std::int64_t slot = due + missed * interval;
+      groups_[i].counters().iterations_missed += static_cast<std::uint64_t>(missed);
       groups_[i].evaluate(ctx, out, slot);
       due = slot + interval;
     }

@@ -99,6 +99,11 @@ TEST(RulesE2e, AgentEvaluatesRulesAndShowsAlerts) {
   EXPECT_EQ(g["rules"][1]["type"], "alerting");
   EXPECT_EQ(g["rules"][1]["state"], "firing");
   EXPECT_EQ(g["rules"][2]["duration"], 3600.0);
+  // The agent reports its rule evaluations in /metrics, as Prometheus's rule manager does.
+  const std::string metrics = agent.metrics();
+  EXPECT_NE(metrics.find("gpuscope_rule_group_rules{rule_group=\"" + rules + ";e2e\"} 3\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("gpuscope_rule_evaluation_failures_total{rule_group=\"" + rules + ";e2e\"} 0\n"), std::string::npos);
+  EXPECT_NE(metrics.find("gpuscope_rule_group_iterations_total{rule_group="), std::string::npos);
   auto only_alerts = get_json(agent.port, "/api/v1/rules?type=alert");
   EXPECT_EQ(only_alerts["data"]["groups"][0]["rules"].size(), 2u);
 

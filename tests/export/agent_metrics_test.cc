@@ -212,6 +212,44 @@ TEST(WriteAgentMetrics, NoCollectorFamiliesWithoutCollectors) {
   EXPECT_EQ(text.find("gpuscope_collector_"), std::string::npos) << text;
 }
 
+TEST(WriteAgentMetrics, RuleGroupsOnlyWithRulesAndOneSeriesPerGroup) {
+  AgentStatus s = sample_status();
+  EXPECT_EQ(render(s, ExpositionFormat::kPrometheusText).find("gpuscope_rule"), std::string::npos);
+  RuleGroupStatus a;
+  a.rule_group = "/etc/gpuscope/gpu.rules.yml;gpu-health";
+  a.interval_seconds = 60;
+  a.last_evaluation_timestamp_seconds = 1767226200.5;
+  a.last_duration_seconds = 0.004;
+  a.rules = 12;
+  a.iterations_total = 30;
+  a.iterations_missed_total = 1;
+  a.evaluations_total = 360;
+  a.evaluation_failures_total = 2;
+  RuleGroupStatus b = a;
+  b.rule_group = "/etc/gpuscope/gpu.rules.yml;gpu-waste";
+  b.evaluation_failures_total = 0;
+  s.rule_groups = {a, b};
+  for (auto format : {ExpositionFormat::kPrometheusText, ExpositionFormat::kOpenMetrics}) {
+    const bool om = format == ExpositionFormat::kOpenMetrics;
+    auto p = testing::parse_exposition(render(s, format), om);
+    ASSERT_TRUE(p.has_value()) << p.error();
+    const auto* failures = p->family("gpuscope_rule_evaluation_failures");
+    if (!om) failures = p->family("gpuscope_rule_evaluation_failures_total");
+    ASSERT_NE(failures, nullptr);
+    EXPECT_EQ(failures->type, "counter");
+    auto health = p->samples("gpuscope_rule_evaluation_failures_total", {{"rule_group", a.rule_group}});
+    ASSERT_EQ(health.size(), 1u);
+    EXPECT_EQ(health[0]->value, 2);
+    auto waste = p->samples("gpuscope_rule_evaluation_failures_total", {{"rule_group", b.rule_group}});
+    ASSERT_EQ(waste.size(), 1u);
+    EXPECT_EQ(waste[0]->value, 0);
+    EXPECT_EQ(p->samples("gpuscope_rule_group_rules").size(), 2u);
+    EXPECT_EQ(p->samples("gpuscope_rule_group_last_evaluation_timestamp_seconds", {{"rule_group", a.rule_group}})[0]->value,
+              1767226200.5);
+    EXPECT_EQ(p->samples("gpuscope_rule_group_iterations_missed_total", {{"rule_group", a.rule_group}})[0]->value, 1);
+  }
+}
+
 TEST(WriteAgentMetrics, FailedReloadIsZero) {
   AgentStatus s = sample_status();
   s.config_reload_success = false;
