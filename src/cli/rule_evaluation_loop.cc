@@ -32,8 +32,9 @@ std::expected<std::vector<rules::RuleGroupDefinition>, std::vector<std::string>>
 }
 
 RuleEvaluationLoop::RuleEvaluationLoop(rules::RuleManager& manager, store::Tsdb& tsdb, rules::AlertStateFile* state,
-                                       std::function<std::int64_t()> now_ms, log::Logger& log)
-    : manager_(manager), tsdb_(tsdb), state_(state), now_ms_(std::move(now_ms)), log_(log) {}
+                                       notify::Notifier* notifier, std::function<std::int64_t()> now_ms,
+                                       log::Logger& log)
+    : manager_(manager), tsdb_(tsdb), state_(state), notifier_(notifier), now_ms_(std::move(now_ms)), log_(log) {}
 
 RuleEvaluationLoop::~RuleEvaluationLoop() { stop(); }
 
@@ -97,7 +98,25 @@ void RuleEvaluationLoop::run(const std::function<void()>& ready) {
       if (stop_) return;
       woken_ = false;
     }
-    const std::int64_t next = manager_.evaluate_due(tsdb_, appender, now_ms_());
+    std::int64_t next = manager_.evaluate_due(tsdb_, appender, now_ms_());
+    if (notifier_ != nullptr) {
+      // Prometheus's sending rule: firing alerts again after the resend delay, resolved ones once.
+      // Marking them sent changes alert state, so this comes before the state is saved.
+      const std::int64_t now = now_ms_();
+      const std::int64_t resend_delay = notifier_->config().resend_delay_ms;
+      manager_.update([&](std::vector<rules::RuleGroup>& groups) {
+        for (rules::RuleGroup& g : groups) {
+          for (rules::RuleGroup::Rule& r : g.rules()) {
+            auto* alerting = std::get_if<rules::AlertingRule>(&r.rule);
+            if (alerting == nullptr) continue;
+            auto due = alerting->take_alerts_to_send(now, resend_delay, g.interval_ms());
+            if (!due.empty()) notifier_->submit(due, now, r.definition().expr_text);
+          }
+        }
+      });
+      notifier_->tick(now);
+      next = std::min(next, notifier_->next_tick_ms());
+    }
     publish_status();
     if (state_ != nullptr) {
       auto saved = state_->save(manager_, now_ms_());

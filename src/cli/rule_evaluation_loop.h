@@ -15,6 +15,7 @@
 
 #include "export/agent_metrics.h"
 #include "log/logger.h"
+#include "notify/notifier.h"
 #include "rules/alert_state_file.h"
 #include "rules/rule_manager.h"
 #include "store/tsdb.h"
@@ -23,9 +24,10 @@ namespace gpuscope::cli {
 
 class RuleEvaluationLoop {
  public:
-  // The alert state is saved to `state` after each evaluation that changed it (null: not saved).
+  // The alert state is saved to `state` after each evaluation that changed it (null: not saved). Alerts
+  // due for sending go to `notifier` (null: none), which only queues them.
   RuleEvaluationLoop(rules::RuleManager& manager, store::Tsdb& tsdb, rules::AlertStateFile* state,
-                     std::function<std::int64_t()> now_ms, log::Logger& log);
+                     notify::Notifier* notifier, std::function<std::int64_t()> now_ms, log::Logger& log);
   ~RuleEvaluationLoop();  // stop()
 
   // `ready` is waited on (on the thread) before the first evaluation: the first reading is in the store.
@@ -44,6 +46,7 @@ class RuleEvaluationLoop {
   rules::RuleManager& manager_;
   store::Tsdb& tsdb_;
   rules::AlertStateFile* state_;
+  notify::Notifier* notifier_;
   std::function<std::int64_t()> now_ms_;
   log::Logger& log_;
   std::mutex mu_;

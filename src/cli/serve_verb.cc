@@ -26,6 +26,7 @@
 #include "http/http_server.h"
 #include "http/query_api.h"
 #include "http/rules_api.h"
+#include "notify/notifier.h"
 #include "promql/parser.h"
 #include "sampler/hpc_job_map.h"
 #include "sampler/sampler.h"
@@ -94,6 +95,23 @@ std::string default_data_dir() {
   }
   return std::string(store::kDefaultDataDir);
 }
+
+namespace {
+
+exporter::NotificationStatus notification_status(const notify::NotifyStats& stats) {
+  exporter::NotificationStatus out;
+  for (const auto& i : stats.integrations) out.integrations.push_back({i.receiver, i.integration, i.total, i.failed, i.retries});
+  out.dropped = stats.dropped;
+  out.queue_length = static_cast<double>(stats.queue_length);
+  out.alert_groups = static_cast<double>(stats.alert_groups);
+  const auto& a = stats.actions;
+  out.actions = {{"started", a.started},   {"succeeded", a.succeeded}, {"failed", a.failed},
+                 {"timed_out", a.timed_out}, {"dry_run", a.dry_runs},   {"skipped_cooldown", a.skipped_cooldown},
+                 {"dropped", a.dropped}};
+  return out;
+}
+
+}  // namespace
 
 std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::string> args) {
   auto app = make_verb_app(
@@ -172,6 +190,10 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
                   "NAME=VALUE seen by rule templates as $externalLabels (e.g. cluster=prod); repeatable")
       ->type_name("NAME=VALUE");
   app->add_option("--external-url", o.external_url, "the URL rule templates see as $externalURL")->type_name("URL");
+  app->add_option("--config", o.notify_config,
+                  "where alerts are sent and which actions they run: Alertmanagers, receivers (webhook, Slack, "
+                  "PagerDuty, email) routed by labels, remediation commands (see deploy/notify.example.yml)")
+      ->type_name("FILE");
   app->add_flag("--no-history", no_history, "record no history (no data directory; the query API answers from nothing)");
   PriceFlags price_flags;
   add_price_flags(*app, price_flags);
@@ -209,6 +231,9 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
       return std::unexpected(usage(fmt::format("invalid value '{}' for --external-label (NAME=VALUE)", l)));
     }
     o.external_labels.emplace_back(name, l.substr(eq + 1));
+  }
+  if (!o.notify_config.empty() && o.rule_specs.empty()) {
+    return std::unexpected(usage("--config sends the alerts of --rules: give --rules too"));
   }
   if (!o.rule_specs.empty() && no_history) {
     return std::unexpected(usage("--rules needs the history that --no-history turns off: rules query it"));
@@ -285,6 +310,21 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
     for (const auto& g : *groups) rule_count += g.rules.size();
     log.info("rules loaded", {{"groups", std::to_string(groups->size())}, {"rules", std::to_string(rule_count)}});
     rule_manager = std::make_unique<rules::RuleManager>(std::move(*groups), std::move(ro));
+  }
+  std::unique_ptr<notify::Notifier> notifier;
+  if (!o.notify_config.empty()) {
+    auto config = notify::load_notify_config(o.notify_config);
+    if (!config) {
+      for (const std::string& e : config.error()) inv.err << "gpuscope: " << e << '\n';
+      return kExitUsage;
+    }
+    notify::NotifierOptions no;
+    no.external_url = o.external_url;
+    no.external_labels = rule_manager->options().external_labels;
+    auto created = notify::Notifier::create(std::move(*config), log, std::move(no));
+    if (!created) return usage_error(inv.err, fmt::format("--config {}: {}", o.notify_config, created.error()));
+    notifier = std::move(*created);
+    log.info("notifications configured", {{"file", o.notify_config}});
   }
 
   // The signals are taken by this thread with sigtimedwait, so every thread started below inherits a
@@ -428,9 +468,10 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
     } else if (*restored > 0) {
       log.info("alert state restored", {{"alerts", std::to_string(*restored)}});
     }
-    rule_loop.emplace(*rule_manager, *tsdb, &*alert_state, unix_ms_now, log);
-    routes.set_status_extension([&rule_loop](exporter::AgentStatus& status) {
+    rule_loop.emplace(*rule_manager, *tsdb, &*alert_state, notifier.get(), unix_ms_now, log);
+    routes.set_status_extension([&rule_loop, &notifier](exporter::AgentStatus& status) {
       if (auto groups = rule_loop->status()) status.rule_groups = *groups;
+      if (notifier) status.notifications = notification_status(notifier->stats());
     });
   }
 
@@ -498,6 +539,8 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
 
   (*server)->stop();
   if (rule_loop) rule_loop->stop();
+  // Queued notifications (a resolve sent at the last evaluation) get a moment to go out.
+  if (notifier) notifier->stop(std::chrono::seconds(2));
   if (!sampler.stop(kStopGrace)) {
     if (inv.handle_signals) {
       // Joining would wait for the driver; a hung NVML call must not keep the agent from stopping.

@@ -41,6 +41,8 @@ struct ServeOptions {
   std::chrono::milliseconds evaluation_interval = std::chrono::minutes(1);
   std::vector<std::pair<std::string, std::string>> external_labels;
   std::string external_url;
+  // Where alerts go (Alertmanager, webhook, Slack, PagerDuty, email) and the remediation actions.
+  std::string notify_config;
   // The price catalog and tier behind gpuscope_gpu_hourly_price_dollars (no catalog: no such series).
   PriceSelection prices;
 };

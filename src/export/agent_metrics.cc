@@ -112,6 +112,44 @@ void write_agent_metrics(ExpositionWriter& w, const AgentStatus& s) {
     }
   }
 
+  if (s.notifications) {
+    const NotificationStatus& n = *s.notifications;
+    auto per_integration = [&](const char* name, MetricType type, const char* help,
+                               std::uint64_t NotificationStatus::Integration::*field) {
+      w.family(name, type, help);
+      for (const auto& i : n.integrations) {
+        LabelSet l;
+        l.add("receiver", i.receiver);
+        l.add("integration", i.integration);
+        w.sample(name, l.text(), static_cast<double>(i.*field));
+      }
+    };
+    per_integration("gpuscope_notifications_total", MetricType::kCounter,
+                    "Notifications finished (delivered or given up) per receiver and integration.",
+                    &NotificationStatus::Integration::total);
+    per_integration("gpuscope_notifications_failed_total", MetricType::kCounter,
+                    "Notifications given up after their retries, or refused for good, per receiver and integration.",
+                    &NotificationStatus::Integration::failed);
+    per_integration("gpuscope_notification_retries_total", MetricType::kCounter,
+                    "Delivery attempts after the first, per receiver and integration.",
+                    &NotificationStatus::Integration::retries);
+    w.family("gpuscope_notifications_dropped_total", MetricType::kCounter,
+             "Notifications dropped: pushed out of the full queue, or still queued at stop.");
+    w.sample("gpuscope_notifications_dropped_total", {}, static_cast<double>(n.dropped));
+    w.family("gpuscope_notification_queue_length", MetricType::kGauge, "Notifications waiting to be delivered.");
+    w.sample("gpuscope_notification_queue_length", {}, n.queue_length);
+    w.family("gpuscope_notification_alert_groups", MetricType::kGauge, "Alert groups the router is tracking.");
+    w.sample("gpuscope_notification_alert_groups", {}, n.alert_groups);
+    if (!n.actions.empty()) {
+      w.family("gpuscope_actions_total", MetricType::kCounter, "Remediation actions by outcome.");
+      for (const auto& [outcome, count] : n.actions) {
+        LabelSet l;
+        l.add("outcome", outcome);
+        w.sample("gpuscope_actions_total", l.text(), static_cast<double>(count));
+      }
+    }
+  }
+
   w.family("gpuscope_build_info", MetricType::kGauge, "gpuscope's version; always 1.");
   LabelSet build;
   build.add("version", s.version);

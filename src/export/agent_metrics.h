@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "export/exposition_writer.h"
@@ -41,6 +42,23 @@ struct RuleGroupStatus {
   std::uint64_t evaluation_failures_total = 0;
 };
 
+// Alert notifications (serve --config): deliveries per receiver and integration, the queue, actions.
+struct NotificationStatus {
+  struct Integration {
+    std::string receiver;
+    std::string integration;  // alertmanager, webhook, slack, pagerduty, email
+    std::uint64_t total = 0;
+    std::uint64_t failed = 0;
+    std::uint64_t retries = 0;
+  };
+  std::vector<Integration> integrations;
+  std::uint64_t dropped = 0;
+  double queue_length = 0;
+  double alert_groups = 0;
+  // Remediation actions by outcome: started, succeeded, failed, timed_out, dry_run, skipped_cooldown, dropped.
+  std::vector<std::pair<std::string, std::uint64_t>> actions;
+};
+
 struct AgentStatus {
   std::optional<double> sample_age_seconds;  // absent before the first reading
   double sample_duration_seconds = 0;
@@ -53,6 +71,7 @@ struct AgentStatus {
   std::string version;
   std::optional<ProcessUsage> process;
   std::vector<RuleGroupStatus> rule_groups;  // empty without --rules
+  std::optional<NotificationStatus> notifications;  // absent without --config
 };
 
 // Each collector's time and whether it read without an NVML error on every GPU that is up (a lost GPU
