@@ -6,7 +6,9 @@
 # Usage: bench/agent_footprint.sh [DURATION_SECONDS (default 600)] [BINARY (default build/gpuscope)]
 # Env:   SCRAPE_EVERY (seconds, default 15), INTERVAL (agent --interval, default 1s),
 #        SCRAPE_GZIP=1 sends Accept-Encoding: gzip as Prometheus does (each such scrape costs the
-#        agent a deflate of the ~114 KB body; the default is a plain curl scrape)
+#        agent a deflate of the ~114 KB body; the default is a plain curl scrape),
+#        RULES=FILE evaluates that rule file too (e.g. rules/gpu.rules.yml; the rule groups' own
+#        evaluation times are printed from /metrics at the end)
 #
 # Builds nothing. Traffic goes to 127.0.0.1 only; the agent it starts is killed by PID on any exit.
 set -euo pipefail
@@ -48,7 +50,10 @@ uptime_s() { cut -d' ' -f1 /proc/uptime; }
 status_kib() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
 
 : >"$work/agent.log"  # exists before the wait loop reads it, however slowly the agent starts
-"$binary" --simulate="$scenario" serve --listen 127.0.0.1:0 --interval "$interval" --data-dir "$work/history" 2>"$work/agent.log" >/dev/null &
+rule_args=()
+[[ -n ${RULES:-} ]] && rule_args=(--rules "$RULES")
+"$binary" --simulate="$scenario" serve --listen 127.0.0.1:0 --interval "$interval" --data-dir "$work/history" \
+  "${rule_args[@]}" 2>"$work/agent.log" >/dev/null &
 agent_pid=$!
 
 address=""
@@ -109,6 +114,10 @@ awk -v t="$ticks" -v hz="$hz" -v st="$starttime" -v up="$up_end" \
   }'
 echo "threads=$threads per-thread CPU: $per_thread"
 echo "scrapes=$scrapes failed=$failed loadavg(end)=$(cut -d' ' -f1-3 /proc/loadavg)"
+if [[ -n ${RULES:-} ]]; then
+  # The rules thread's own record: how long each group's latest evaluation took, and failures.
+  curl -sS --max-time 5 "$url" | grep -E '^gpuscope_rule_(group_last_duration_seconds|evaluation_failures_total|group_iterations_total)' || true
+fi
 grep -E 'level=(warn|error)' "$work/agent.log" || true
 [[ -s $work/curl.err ]] && { echo "curl errors:"; cat "$work/curl.err"; }
 exit 0

@@ -21,19 +21,6 @@ namespace {
 
 using nlohmann::json;
 
-class HeadAppender : public rules::SampleAppender {
- public:
-  explicit HeadAppender(store::Head& head) : head_(head) {}
-  std::expected<void, std::string> append(const store::Labels& labels, std::int64_t t_ms, double value) override {
-    auto ok = head_.append(labels, t_ms, value);
-    if (!ok) return std::unexpected(ok.error().message);
-    return {};
-  }
-
- private:
-  store::Head& head_;
-};
-
 std::string exe_dir() {
   std::error_code ec;
   return std::filesystem::read_symlink("/proc/self/exe", ec).parent_path().string();
@@ -173,7 +160,7 @@ int run_backtest(std::span<const std::string> args, const Invocation& inv) {
   ro.default_interval_ms = o.evaluation_interval.count();
   ro.engine.default_subquery_step_ms = o.evaluation_interval.count();
   rules::RuleManager manager(std::move(*groups), std::move(ro));
-  HeadAppender appender(head);
+  rules::StoreAppender<store::Head> appender(head);
 
   const auto start = backend.now();
   const std::int64_t start_ms = std::chrono::duration_cast<std::chrono::milliseconds>(start.time_since_epoch()).count();

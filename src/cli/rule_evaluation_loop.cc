@@ -7,22 +7,6 @@
 #include <fmt/format.h>
 
 namespace gpuscope::cli {
-namespace {
-
-class TsdbAppender : public rules::SampleAppender {
- public:
-  explicit TsdbAppender(store::Tsdb& tsdb) : tsdb_(tsdb) {}
-  std::expected<void, std::string> append(const store::Labels& labels, std::int64_t t_ms, double value) override {
-    auto ok = tsdb_.append(labels, t_ms, value);
-    if (!ok) return std::unexpected(ok.error().message);
-    return {};
-  }
-
- private:
-  store::Tsdb& tsdb_;
-};
-
-}  // namespace
 
 std::expected<std::vector<rules::RuleGroupDefinition>, std::vector<std::string>> load_rules(
     const std::vector<std::string>& specs) {
@@ -88,7 +72,7 @@ void RuleEvaluationLoop::wake() {
 void RuleEvaluationLoop::run(const std::function<void()>& ready) {
   publish_status();
   if (ready) ready();
-  TsdbAppender appender(tsdb_);
+  rules::StoreAppender<store::Tsdb> appender(tsdb_);
   // A rule's health is logged when it changes, not at every evaluation.
   std::map<std::string, std::string> last_errors;
   bool save_failing = false;

@@ -21,6 +21,21 @@ class SampleAppender {
   virtual std::expected<void, std::string> append(const store::Labels& labels, std::int64_t t_ms, double value) = 0;
 };
 
+// The adapter for the store's Head and Tsdb, whose append() reports its refusals as AppendError.
+template <class Store>
+class StoreAppender : public SampleAppender {
+ public:
+  explicit StoreAppender(Store& store) : store_(store) {}
+  std::expected<void, std::string> append(const store::Labels& labels, std::int64_t t_ms, double value) override {
+    auto ok = store_.append(labels, t_ms, value);
+    if (!ok) return std::unexpected(ok.error().message);
+    return {};
+  }
+
+ private:
+  Store& store_;
+};
+
 enum class RuleHealth { kUnknown, kOk, kError };
 const char* rule_health_name(RuleHealth health);  // "unknown", "ok", "err" (Prometheus's API words)
 
