@@ -46,10 +46,8 @@ Agent::Agent(std::vector<std::string> args, std::map<std::string, std::string> e
     args.push_back("--data-dir");
     args.push_back(data_dir->path.string());
   }
-  // A new vector rather than insert() at the front: g++ 12 warns falsely on the latter here.
-  std::vector<std::string> argv{GPUSCOPE_EXE};
-  argv.insert(argv.end(), args.begin(), args.end());
-  process = std::make_unique<BackgroundProcess>(argv, env);
+  args.insert(args.begin(), GPUSCOPE_EXE);
+  process = std::make_unique<BackgroundProcess>(args, env);
   port = logged_port(*process);
 }
 

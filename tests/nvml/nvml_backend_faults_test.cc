@@ -14,12 +14,7 @@ using model::FieldId;
 using model::ValueStatus;
 using testing::open_sim;
 
-std::string scenario(const char* name) {
-  std::string path = GPUSCOPE_SOURCE_DIR;  // appended in steps: g++ 12 warns falsely on "a" + b + c here
-  path += "/scenarios/";
-  path += name;
-  return path;
-}
+std::string scenario(const char* name) { return std::string(GPUSCOPE_SOURCE_DIR) + "/scenarios/" + name; }
 
 // The wall time of scenario second `seconds`, given a snapshot taken at scenario second `ref_seconds`.
 std::chrono::system_clock::time_point at(const model::Snapshot& ref, double ref_seconds, double seconds) {

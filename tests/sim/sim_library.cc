@@ -42,11 +42,7 @@ void* SimLibrary::require(const char* name) {
 std::string source_dir() { return GPUSCOPE_SOURCE_DIR; }
 
 std::string scenario_path(std::string_view name) {
-  std::string path = source_dir();  // appended in steps: g++ 12 warns falsely on a + "b" + c here
-  path += "/scenarios/";
-  path += name;
-  path += ".yaml";
-  return path;
+  return source_dir() + "/scenarios/" + std::string(name) + ".yaml";
 }
 
 std::string write_temp_file(std::string_view name, std::string_view contents) {
