@@ -469,20 +469,7 @@ class Lexer {
     return Next::kInside;
   }
 
-  Next lex_char() {
-    while (true) {
-      const char32_t r = next();
-      if (r == '\\') {
-        const char32_t e = next();
-        if (e != kEofRune && e != '\n') continue;
-        return error("unterminated character constant");
-      }
-      if (r == kEofRune || r == '\n') return error("unterminated character constant");
-      if (r == '\'') break;
-    }
-    emit(Tok::kCharConstant);
-    return Next::kInside;
-  }
+  Next lex_char() { return lex_escaped('\'', Tok::kCharConstant, "unterminated character constant"); }
 
   bool scan_number() {
     accept("+-");
@@ -529,18 +516,22 @@ class Lexer {
     return Next::kInside;
   }
 
-  Next lex_quote() {
+  Next lex_quote() { return lex_escaped('"', Tok::kString, "unterminated quoted string"); }
+
+  // A '...' or "..." literal: a backslash escapes the next character; a newline or the end inside it
+  // is the error Go's lexer gives.
+  Next lex_escaped(char32_t close, Tok type, const char* unterminated) {
     while (true) {
       const char32_t r = next();
       if (r == '\\') {
         const char32_t e = next();
         if (e != kEofRune && e != '\n') continue;
-        return error("unterminated quoted string");
+        return error(unterminated);
       }
-      if (r == kEofRune || r == '\n') return error("unterminated quoted string");
-      if (r == '"') break;
+      if (r == kEofRune || r == '\n') return error(unterminated);
+      if (r == close) break;
     }
-    emit(Tok::kString);
+    emit(type);
     return Next::kInside;
   }
 

@@ -200,24 +200,7 @@ TEST(RulesE2e, CheckAndTestCommands) {
             std::string::npos)
       << failed.err;
 
-  const std::string test = dir.write("gpu.rules.test.yml", R"(rule_files: [gpu.rules.yml]
-tests:
-  - interval: 1m
-    input_series:
-      - series: 'DCGM_FI_DEV_GPU_TEMP{gpu="0", Hostname="n1"}'
-        values: '70x90'
-    alert_rule_test:
-      - eval_time: 59m
-        alertname: GpuWarmForAnHour
-      - eval_time: 60m
-        alertname: GpuWarmForAnHour
-        exp_alerts:
-          - exp_labels: {gpu: "0", Hostname: n1, __name__: DCGM_FI_DEV_GPU_TEMP}
-)");
-  auto passed = run_command({kExe, "rules", "test", test});
-  EXPECT_EQ(passed.exit_code, 1) << passed.out << passed.err;  // __name__ is not an alert label
-  EXPECT_NE(passed.err.find("alertname: GpuWarmForAnHour, time: 1h"), std::string::npos) << passed.err;
-  std::string fixed = R"(rule_files: [gpu.rules.yml]
+  const std::string good_text = R"(rule_files: [gpu.rules.yml]
 tests:
   - interval: 1m
     input_series:
@@ -231,7 +214,13 @@ tests:
         exp_alerts:
           - exp_labels: {gpu: "0", Hostname: n1}
 )";
-  const std::string good = dir.write("good.test.yml", fixed);
+  // The same test expecting __name__, which is not an alert label: it must fail.
+  std::string bad_text = good_text;
+  bad_text.replace(bad_text.find("Hostname: n1}"), 13, "Hostname: n1, __name__: DCGM_FI_DEV_GPU_TEMP}");
+  auto failing = run_command({kExe, "rules", "test", dir.write("bad.test.yml", bad_text)});
+  EXPECT_EQ(failing.exit_code, 1) << failing.out << failing.err;
+  EXPECT_NE(failing.err.find("alertname: GpuWarmForAnHour, time: 1h"), std::string::npos) << failing.err;
+  const std::string good = dir.write("good.test.yml", good_text);
   auto ok = run_command({kExe, "rules", "test", good});
   EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
   EXPECT_EQ(ok.out, "Unit Testing:  " + good + "\n  SUCCESS\n\n");
