@@ -1,7 +1,5 @@
 #include "cli/eval_verb.h"
 
-#include <curl/curl.h>
-
 #include <chrono>
 #include <filesystem>
 #include <ostream>
@@ -10,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "http/query_api.h"
+#include "notify/curl_library.h"
+#include "notify/notification.h"
 #include "promql/engine.h"
 #include "store/tsdb.h"
 
@@ -38,30 +38,26 @@ std::size_t collect(char* data, std::size_t size, std::size_t n, void* out) {
 
 // GETs `url`; the body (Prometheus's JSON, success or error) or a one-line transport error.
 std::expected<std::string, std::string> http_get(const std::string& url) {
-  CURL* curl = curl_easy_init();
+  auto api = notify::curl_api();
+  if (!api) return std::unexpected(api.error());
+  const notify::CurlApi& curl_fns = **api;
+  CURL* curl = curl_fns.easy_init();
   if (curl == nullptr) return std::unexpected("cannot initialize libcurl");
   std::string body;
   char error[CURL_ERROR_SIZE] = {0};
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT, 300L);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  const CURLcode rc = curl_easy_perform(curl);
-  curl_easy_cleanup(curl);
-  if (rc != CURLE_OK) return std::unexpected(fmt::format("{}: {}", url, *error != '\0' ? error : curl_easy_strerror(rc)));
+  curl_fns.easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_fns.easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
+  curl_fns.easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+  curl_fns.easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
+  curl_fns.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
+  curl_fns.easy_setopt(curl, CURLOPT_TIMEOUT, 300L);
+  curl_fns.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  const CURLcode rc = curl_fns.easy_perform(curl);
+  curl_fns.easy_cleanup(curl);
+  if (rc != CURLE_OK) {
+    return std::unexpected(fmt::format("{}: {}", url, *error != '\0' ? error : curl_fns.easy_strerror(rc)));
+  }
   return body;
-}
-
-std::string escape(const std::string& s) {
-  CURL* curl = curl_easy_init();
-  char* e = curl_easy_escape(curl, s.c_str(), static_cast<int>(s.size()));
-  std::string out = e != nullptr ? e : "";
-  curl_free(e);
-  curl_easy_cleanup(curl);
-  return out;
 }
 
 std::string metric_text(const nlohmann::json& metric) {
@@ -168,10 +164,10 @@ int run_eval(std::span<const std::string> args, const Invocation& inv) {
     std::string url = o.url;
     while (url.ends_with('/')) url.pop_back();
     if (range) {
-      url += fmt::format("/api/v1/query_range?query={}&start={}&end={}&step={}", escape(o.expr), secs(*o.start_ms),
+      url += fmt::format("/api/v1/query_range?query={}&start={}&end={}&step={}", notify::query_escape(o.expr), secs(*o.start_ms),
                          secs(*o.end_ms), secs(*o.step_ms));
     } else {
-      url += fmt::format("/api/v1/query?query={}&time={}", escape(o.expr), secs(o.time_ms.value_or(now)));
+      url += fmt::format("/api/v1/query?query={}&time={}", notify::query_escape(o.expr), secs(o.time_ms.value_or(now)));
     }
     auto got = http_get(url);
     if (!got) {

@@ -15,7 +15,8 @@
 #include <thread>
 
 #include <fmt/format.h>
-#include <microhttpd.h>
+
+#include "http/microhttpd_library.h"
 
 namespace gpuscope::http {
 
@@ -70,28 +71,32 @@ struct HttpServer::Impl {
 
 namespace {
 
+// libmicrohttpd's functions. Only valid once HttpServer::start has loaded it, which is before any
+// daemon exists to call back into this file.
+const MicrohttpdApi& mhd() { return **microhttpd_api(); }
+
 // Keeps a shared body alive until libmicrohttpd has sent it.
 void release_shared_body(void* holder) { delete static_cast<std::shared_ptr<const std::string>*>(holder); }
 
 MHD_Response* make_response(const HttpResponse& r, bool head) {
-  if (head) return MHD_create_response_from_buffer(0, nullptr, MHD_RESPMEM_PERSISTENT);
+  if (head) return mhd().create_response_from_buffer(0, nullptr, MHD_RESPMEM_PERSISTENT);
   if (r.shared_body) {
     auto* holder = new std::shared_ptr<const std::string>(r.shared_body);
-    MHD_Response* response = MHD_create_response_from_buffer_with_free_callback_cls(
+    MHD_Response* response = mhd().create_response_from_buffer_with_free_callback_cls(
         r.shared_body->size(), const_cast<char*>(r.shared_body->data()), &release_shared_body, holder);
     if (response == nullptr) delete holder;
     return response;
   }
-  return MHD_create_response_from_buffer(r.body.size(), const_cast<char*>(r.body.data()), MHD_RESPMEM_MUST_COPY);
+  return mhd().create_response_from_buffer(r.body.size(), const_cast<char*>(r.body.data()), MHD_RESPMEM_MUST_COPY);
 }
 
 MHD_Result queue(MHD_Connection* connection, const HttpResponse& r, bool head) {
   MHD_Response* response = make_response(r, head);
   if (response == nullptr) return MHD_NO;
-  MHD_add_response_header(response, "Content-Type", r.content_type.c_str());
-  for (const auto& [k, v] : r.headers) MHD_add_response_header(response, k.c_str(), v.c_str());
-  const MHD_Result rc = MHD_queue_response(connection, static_cast<unsigned>(r.status), response);
-  MHD_destroy_response(response);
+  mhd().add_response_header(response, "Content-Type", r.content_type.c_str());
+  for (const auto& [k, v] : r.headers) mhd().add_response_header(response, k.c_str(), v.c_str());
+  const MHD_Result rc = mhd().queue_response(connection, static_cast<unsigned>(r.status), response);
+  mhd().destroy_response(response);
   return rc;
 }
 
@@ -102,7 +107,7 @@ MHD_Result on_request(void* cls, MHD_Connection* connection, const char* url, co
   auto& impl = *static_cast<HttpServer::Impl*>(cls);
   if (*req_cls == nullptr) {
     *req_cls = new RequestState();
-    if (const auto* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    if (const auto* info = mhd().get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
         info != nullptr && info->socket_context != nullptr) {
       std::lock_guard lock(impl.mu);
       static_cast<ConnectionState*>(info->socket_context)->in_request = true;
@@ -139,7 +144,7 @@ void on_completed(void* cls, MHD_Connection* connection, void** req_cls, MHD_Req
   delete static_cast<RequestState*>(*req_cls);
   *req_cls = nullptr;
   auto& impl = *static_cast<HttpServer::Impl*>(cls);
-  if (const auto* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  if (const auto* info = mhd().get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
       info != nullptr && info->socket_context != nullptr) {
     std::lock_guard lock(impl.mu);
     auto* c = static_cast<ConnectionState*>(info->socket_context);
@@ -153,7 +158,7 @@ void on_connection(void* cls, MHD_Connection* connection, void** socket_context,
   std::lock_guard lock(impl.mu);
   if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
     auto* c = new ConnectionState();
-    if (const auto* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD); info != nullptr) {
+    if (const auto* info = mhd().get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD); info != nullptr) {
       c->fd = info->connect_fd;
     }
     c->waiting_since = std::chrono::steady_clock::now();
@@ -185,7 +190,7 @@ std::optional<std::string_view> HttpRequest::header(const char* name) const {
     }
     return std::nullopt;
   }
-  const char* v = MHD_lookup_connection_value(static_cast<MHD_Connection*>(connection_), MHD_HEADER_KIND, name);
+  const char* v = mhd().lookup_connection_value(static_cast<MHD_Connection*>(connection_), MHD_HEADER_KIND, name);
   if (v == nullptr) return std::nullopt;
   return std::string_view(v);
 }
@@ -197,7 +202,7 @@ std::optional<std::string_view> HttpRequest::query(const char* name) const {
     }
     return std::nullopt;
   }
-  const char* v = MHD_lookup_connection_value(static_cast<MHD_Connection*>(connection_), MHD_GET_ARGUMENT_KIND, name);
+  const char* v = mhd().lookup_connection_value(static_cast<MHD_Connection*>(connection_), MHD_GET_ARGUMENT_KIND, name);
   if (v == nullptr) return std::nullopt;
   return std::string_view(v);
 }
@@ -205,7 +210,7 @@ std::optional<std::string_view> HttpRequest::query(const char* name) const {
 std::vector<std::pair<std::string, std::string>> HttpRequest::query_arguments() const {
   if (connection_ == nullptr) return query_;
   std::vector<std::pair<std::string, std::string>> out;
-  MHD_get_connection_values(
+  mhd().get_connection_values(
       static_cast<MHD_Connection*>(connection_), MHD_GET_ARGUMENT_KIND,
       [](void* cls, MHD_ValueKind, const char* key, const char* value) -> MHD_Result {
         static_cast<std::vector<std::pair<std::string, std::string>>*>(cls)->emplace_back(key != nullptr ? key : "",
@@ -244,6 +249,7 @@ std::expected<std::pair<std::string, std::uint16_t>, std::string> parse_listen_a
 
 std::expected<std::unique_ptr<HttpServer>, std::string> HttpServer::start(const HttpServerOptions& options,
                                                                           HttpHandler handler, log::Logger& log) {
+  if (auto loaded = microhttpd_api(); !loaded) return std::unexpected(loaded.error());
   std::unique_ptr<HttpServer> server(new HttpServer());
   server->impl_ = std::make_unique<Impl>();
   auto& impl = *server->impl_;
@@ -273,7 +279,7 @@ std::expected<std::unique_ptr<HttpServer>, std::string> HttpServer::start(const 
     freeaddrinfo(found);
   }
 
-  impl.daemon = MHD_start_daemon(
+  impl.daemon = mhd().start_daemon(
       flags, options.port, nullptr, nullptr, &on_request, &impl,
       // First, so that what the other options report is logged through it too.
       MHD_OPTION_EXTERNAL_LOGGER, &on_mhd_log, &impl,
@@ -289,7 +295,7 @@ std::expected<std::unique_ptr<HttpServer>, std::string> HttpServer::start(const 
     return std::unexpected(fmt::format("cannot listen on {}:{} (in use, or not an address of this host)",
                                        options.host.empty() ? "*" : options.host, options.port));
   }
-  const MHD_DaemonInfo* info = MHD_get_daemon_info(impl.daemon, MHD_DAEMON_INFO_BIND_PORT);
+  const MHD_DaemonInfo* info = mhd().get_daemon_info(impl.daemon, MHD_DAEMON_INFO_BIND_PORT);
   server->port_ = info != nullptr ? info->port : options.port;
   impl.watchdog = std::thread([&impl] { impl.watch(); });
   return server;
@@ -303,7 +309,7 @@ void HttpServer::stop() {
   }
   impl_->cv.notify_all();
   if (impl_->watchdog.joinable()) impl_->watchdog.join();
-  if (impl_->daemon != nullptr) MHD_stop_daemon(impl_->daemon);
+  if (impl_->daemon != nullptr) mhd().stop_daemon(impl_->daemon);
   impl_->daemon = nullptr;
 }
 

@@ -1,12 +1,11 @@
 #include "notify/curl_sender.h"
 
-#include <curl/curl.h>
-
 #include <algorithm>
 #include <cstring>
-#include <mutex>
 
 #include <fmt/format.h>
+
+#include "notify/curl_library.h"
 
 namespace gpuscope::notify {
 namespace {
@@ -48,11 +47,11 @@ std::string one_line(std::string_view text) {
 
 class CurlHandle {
  public:
-  CurlHandle() : curl_(curl_easy_init()) {}
+  explicit CurlHandle(const CurlApi& api) : api_(api), curl_(api.easy_init()) {}
   ~CurlHandle() {
-    if (headers_ != nullptr) curl_slist_free_all(headers_);
-    if (recipients_ != nullptr) curl_slist_free_all(recipients_);
-    if (curl_ != nullptr) curl_easy_cleanup(curl_);
+    if (headers_ != nullptr) api_.slist_free_all(headers_);
+    if (recipients_ != nullptr) api_.slist_free_all(recipients_);
+    if (curl_ != nullptr) api_.easy_cleanup(curl_);
   }
   CurlHandle(const CurlHandle&) = delete;
   CurlHandle& operator=(const CurlHandle&) = delete;
@@ -63,52 +62,53 @@ class CurlHandle {
   char* error() { return error_; }
 
   void common(std::int64_t timeout_ms, const std::atomic<bool>* abort) {
-    curl_easy_setopt(curl_, CURLOPT_ERRORBUFFER, error_);
-    curl_easy_setopt(curl_, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl_, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_ms));
-    curl_easy_setopt(curl_, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(timeout_ms));
-    curl_easy_setopt(curl_, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(curl_, CURLOPT_XFERINFOFUNCTION, progress);
-    curl_easy_setopt(curl_, CURLOPT_XFERINFODATA, const_cast<std::atomic<bool>*>(abort));
+    api_.easy_setopt(curl_, CURLOPT_ERRORBUFFER, error_);
+    api_.easy_setopt(curl_, CURLOPT_NOSIGNAL, 1L);
+    api_.easy_setopt(curl_, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_ms));
+    api_.easy_setopt(curl_, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(timeout_ms));
+    api_.easy_setopt(curl_, CURLOPT_NOPROGRESS, 0L);
+    api_.easy_setopt(curl_, CURLOPT_XFERINFOFUNCTION, progress);
+    api_.easy_setopt(curl_, CURLOPT_XFERINFODATA, const_cast<std::atomic<bool>*>(abort));
   }
 
   // libcurl's own message, without anything the URL could have put into it beyond the host.
   SendError failure(CURLcode rc) const {
     const bool retryable = rc != CURLE_UNSUPPORTED_PROTOCOL && rc != CURLE_URL_MALFORMAT &&
                            rc != CURLE_LOGIN_DENIED && rc != CURLE_ABORTED_BY_CALLBACK;
-    std::string what = error_[0] != '\0' ? error_ : curl_easy_strerror(rc);
+    std::string what = error_[0] != '\0' ? error_ : api_.easy_strerror(rc);
     return SendError{one_line(what), retryable};
   }
 
  private:
+  const CurlApi& api_;
   CURL* curl_;
   curl_slist* headers_ = nullptr;
   curl_slist* recipients_ = nullptr;
   char error_[CURL_ERROR_SIZE] = {};
 };
 
-std::expected<void, SendError> send_post(const HttpPost& post, const std::atomic<bool>* abort) {
-  CurlHandle h;
+std::expected<void, SendError> send_post(const CurlApi& api, const HttpPost& post, const std::atomic<bool>* abort) {
+  CurlHandle h(api);
   if (h.get() == nullptr) return std::unexpected(SendError{"curl_easy_init failed", true});
   CURL* curl = h.get();
   h.common(post.timeout_ms, abort);
   std::string response;
   const std::string content_type = "Content-Type: " + post.content_type;
-  h.headers() = curl_slist_append(h.headers(), content_type.c_str());
-  h.headers() = curl_slist_append(h.headers(), "Expect:");  // no 100-continue round trip
-  curl_easy_setopt(curl, CURLOPT_URL, post.url.reveal().c_str());
-  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h.headers());
-  curl_easy_setopt(curl, CURLOPT_USERAGENT, "gpuscope");
-  curl_easy_setopt(curl, CURLOPT_POST, 1L);
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, post.body.data());
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(post.body.size()));
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response);
-  const CURLcode rc = curl_easy_perform(curl);
+  h.headers() = api.slist_append(h.headers(), content_type.c_str());
+  h.headers() = api.slist_append(h.headers(), "Expect:");  // no 100-continue round trip
+  api.easy_setopt(curl, CURLOPT_URL, post.url.reveal().c_str());
+  api.easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  api.easy_setopt(curl, CURLOPT_HTTPHEADER, h.headers());
+  api.easy_setopt(curl, CURLOPT_USERAGENT, "gpuscope");
+  api.easy_setopt(curl, CURLOPT_POST, 1L);
+  api.easy_setopt(curl, CURLOPT_POSTFIELDS, post.body.data());
+  api.easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(post.body.size()));
+  api.easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
+  api.easy_setopt(curl, CURLOPT_WRITEDATA, &response);
+  const CURLcode rc = api.easy_perform(curl);
   if (rc != CURLE_OK) return std::unexpected(h.failure(rc));
   long status = 0;
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  api.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   if (status >= 200 && status < 300) return {};
   const bool retryable = status >= 500 || status == 408 || status == 429 || status < 200;
   std::string message = fmt::format("HTTP {}", status);
@@ -116,50 +116,47 @@ std::expected<void, SendError> send_post(const HttpPost& post, const std::atomic
   return std::unexpected(SendError{message, retryable});
 }
 
-std::expected<void, SendError> send_mail(const SmtpMail& mail, const std::atomic<bool>* abort) {
-  CurlHandle h;
+std::expected<void, SendError> send_mail(const CurlApi& api, const SmtpMail& mail, const std::atomic<bool>* abort) {
+  CurlHandle h(api);
   if (h.get() == nullptr) return std::unexpected(SendError{"curl_easy_init failed", true});
   CURL* curl = h.get();
   h.common(mail.timeout_ms, abort);
-  curl_easy_setopt(curl, CURLOPT_URL, mail.url.c_str());
-  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "smtp,smtps");
+  api.easy_setopt(curl, CURLOPT_URL, mail.url.c_str());
+  api.easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "smtp,smtps");
   const bool implicit_tls = mail.url.starts_with("smtps://");
-  curl_easy_setopt(curl, CURLOPT_USE_SSL, static_cast<long>(implicit_tls || mail.require_tls ? CURLUSESSL_ALL : CURLUSESSL_NONE));
+  api.easy_setopt(curl, CURLOPT_USE_SSL, static_cast<long>(implicit_tls || mail.require_tls ? CURLUSESSL_ALL : CURLUSESSL_NONE));
   if (!mail.username.empty()) {
-    curl_easy_setopt(curl, CURLOPT_USERNAME, mail.username.c_str());
-    curl_easy_setopt(curl, CURLOPT_PASSWORD, mail.password.reveal().c_str());
+    api.easy_setopt(curl, CURLOPT_USERNAME, mail.username.c_str());
+    api.easy_setopt(curl, CURLOPT_PASSWORD, mail.password.reveal().c_str());
   }
   const std::string from = fmt::format("<{}>", mail.from);
-  curl_easy_setopt(curl, CURLOPT_MAIL_FROM, from.c_str());
+  api.easy_setopt(curl, CURLOPT_MAIL_FROM, from.c_str());
   for (const std::string& to : mail.to) {
     const std::string rcpt = fmt::format("<{}>", to);
-    h.recipients() = curl_slist_append(h.recipients(), rcpt.c_str());
+    h.recipients() = api.slist_append(h.recipients(), rcpt.c_str());
   }
-  curl_easy_setopt(curl, CURLOPT_MAIL_RCPT, h.recipients());
+  api.easy_setopt(curl, CURLOPT_MAIL_RCPT, h.recipients());
   UploadSource source{&mail.message};
-  curl_easy_setopt(curl, CURLOPT_READFUNCTION, upload);
-  curl_easy_setopt(curl, CURLOPT_READDATA, &source);
-  curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
-  curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(mail.message.size()));
-  const CURLcode rc = curl_easy_perform(curl);
+  api.easy_setopt(curl, CURLOPT_READFUNCTION, upload);
+  api.easy_setopt(curl, CURLOPT_READDATA, &source);
+  api.easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+  api.easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(mail.message.size()));
+  const CURLcode rc = api.easy_perform(curl);
   if (rc == CURLE_OK) return {};
   SendError error = h.failure(rc);
   long code = 0;
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
+  api.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
   if (code >= 500 && code < 600) error.retryable = false;  // SMTP 5xx is a permanent refusal
   return std::unexpected(std::move(error));
 }
 
 }  // namespace
 
-void init_curl() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
 std::expected<void, SendError> send_request(const OutgoingRequest& request, const std::atomic<bool>* abort) {
-  if (const auto* post = std::get_if<HttpPost>(&request)) return send_post(*post, abort);
-  return send_mail(std::get<SmtpMail>(request), abort);
+  auto api = curl_api();
+  if (!api) return std::unexpected(SendError{api.error(), false});
+  if (const auto* post = std::get_if<HttpPost>(&request)) return send_post(**api, *post, abort);
+  return send_mail(**api, std::get<SmtpMail>(request), abort);
 }
 
 }  // namespace gpuscope::notify

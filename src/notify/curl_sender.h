@@ -38,10 +38,8 @@ struct SendError {
   bool retryable = true;  // 4xx (but 408 and 429) is not: the same request would fail again
 };
 
-// Call once before any thread sends (libcurl's global init is not thread-safe); later calls do nothing.
-void init_curl();
-
 // Blocks for at most the request's timeout; `abort` (may be null) cuts it short from another thread.
+// Loads libcurl on first use (curl_library.h); when it cannot be loaded, a failure not worth retrying.
 std::expected<void, SendError> send_request(const OutgoingRequest& request, const std::atomic<bool>* abort);
 
 }  // namespace gpuscope::notify

@@ -9,7 +9,6 @@ namespace gpuscope::notify {
 DeliveryQueue::DeliveryQueue(DeliveryQueueOptions options, log::Logger& log, SendFunction send)
     : options_(options), log_(log), send_(std::move(send)) {
   if (!send_) {
-    init_curl();
     send_ = [](const OutgoingRequest& r, const std::atomic<bool>& abort) { return send_request(r, &abort); };
   }
   options_.capacity = std::max<std::size_t>(options_.capacity, 1);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "notify/alert_payloads.h"
+#include "notify/curl_library.h"
 
 namespace gpuscope::notify {
 namespace {
@@ -48,7 +49,10 @@ std::expected<std::unique_ptr<Notifier>, std::string> Notifier::create(NotifyCon
   if (config.route && config.find_receiver(config.route->receiver) == nullptr) {
     return std::unexpected(fmt::format("{}: route: receiver \"{}\" does not exist", config.path, config.route->receiver));
   }
-  init_curl();
+  if (!options.send) {
+    // Fail at start, not at the first alert, when nothing could be sent.
+    if (auto curl = curl_api(); !curl) return std::unexpected(fmt::format("notifications need libcurl: {}", curl.error()));
+  }
   auto shared = std::make_shared<const NotifyConfig>(std::move(config));
   std::unique_ptr<Notifier> notifier(new Notifier(std::move(shared), log, std::move(options)));
   if (notifier->config_->actions.enabled) {

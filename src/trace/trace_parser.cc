@@ -21,7 +21,7 @@ namespace od = simdjson::ondemand;
 constexpr std::size_t kMaxWindow = 1u << 30;      // one event (or header value) larger than this is an error
 constexpr std::size_t kMaxHeaderValue = 64u << 20;  // larger top-level values are skipped, not kept
 constexpr std::size_t kMaxProblems = 5;
-constexpr std::uint64_t kReleaseStep = 8u << 20;  // hand mapped pages back in 8 MiB steps
+constexpr std::uint64_t kReleaseStep = 256u << 10;  // hand mapped pages back in 256 KiB steps
 // One byte before the data (room for '[') and simdjson's padding plus one (room for ']') after it.
 constexpr std::size_t kLead = 1;
 constexpr std::size_t kTail = simdjson::SIMDJSON_PADDING + 1;
@@ -46,41 +46,66 @@ struct EventSpan {
   std::size_t end;    // one past '}'
 };
 
-// The value of `key` when it is one of the event's first members: found before any nested object or
-// array, so it is the event's own member (inside a JSON string a quote is always escaped, so `"ph"`
-// followed by ':' cannot be string content). Empty when not found there.
-std::string_view leading_member(const char* event, std::size_t size, std::string_view key) {
-  const std::size_t limit = std::min<std::size_t>(size, 160);
-  for (std::size_t i = 1; i + key.size() + 2 < limit; ++i) {
-    const char c = event[i];
-    if (c == '{' || c == '[') return {};
-    if (c != '"' || event[i + 1] != key[0] || event[i + 1 + key.size()] != '"' ||
-        key.compare(1, key.size() - 1, event + i + 2, key.size() - 1) != 0) {
-      continue;
+// "ph" and "cat" when they are among the event's first members: plain string members read in one pass
+// from the '{', up to the first nested value, escape or anything unusual, or 160 bytes. Inside a JSON
+// string a quote is always escaped, so what this reads as a key is a key of the event itself. Either
+// view is empty when not found there.
+struct LeadingMembers {
+  std::string_view ph;
+  std::string_view cat;
+};
+
+LeadingMembers leading_members(const char* event, std::size_t size) {
+  LeadingMembers found;
+  const char* p = event + 1;
+  const char* const end = event + std::min<std::size_t>(size, 160);
+  auto skip_space = [&] {
+    while (p < end && is_space(*p)) ++p;
+    return p < end;
+  };
+  // A string without escapes whose opening quote is at p; empty (and p at end) otherwise.
+  auto plain_string = [&]() -> std::string_view {
+    const char* begin = ++p;
+    while (p < end && *p != '"' && *p != '\\') ++p;
+    if (p == end || *p != '"') {
+      p = end;
+      return {};
     }
-    std::size_t j = i + key.size() + 2;
-    while (j < limit && is_space(event[j])) ++j;
-    if (j >= limit || event[j] != ':') continue;
-    ++j;
-    while (j < limit && is_space(event[j])) ++j;
-    if (j >= limit || event[j] != '"') return {};
-    const std::size_t value = j + 1;
-    for (j = value; j < limit && event[j] != '"' && event[j] != '\\'; ++j) {
+    return std::string_view(begin, static_cast<std::size_t>(p++ - begin));
+  };
+  while (skip_space() && *p == '"') {
+    const std::string_view key = plain_string();
+    if (!skip_space() || *p != ':') break;
+    ++p;
+    if (!skip_space()) break;
+    if (*p == '"') {
+      const std::string_view value = plain_string();
+      if (p == end) break;
+      if (key == "ph" && found.ph.empty()) {
+        found.ph = value;
+      } else if (key == "cat" && found.cat.empty()) {
+        found.cat = value;
+      }
+      // Enough to decide: a phase other than "X" is decided by itself.
+      if (!found.ph.empty() && (found.ph != "X" || !found.cat.empty())) break;
+    } else if (*p == '{' || *p == '[') {
+      break;
+    } else {
+      while (p < end && *p != ',' && *p != '}' && !is_space(*p)) ++p;  // a number or literal
     }
-    if (j >= limit || event[j] != '"') return {};
-    return std::string_view(event + value, j - value);
+    if (!skip_space() || *p != ',') break;
+    ++p;
   }
-  return {};
+  return found;
 }
 
 // Events no analysis reads, recognised by their first members without parsing them: they are half of a
 // trace's bytes (cpu_op alone is about 50%, flow events 15%). Anything not recognised is parsed.
 bool is_unused_event(const char* event, std::size_t size, bool python_functions) {
-  const std::string_view ph = leading_member(event, size, "ph");
-  if (ph.empty()) return false;
-  if (ph != "X") return ph == "s" || ph == "f" || ph == "t" || ph == "M" || ph == "i" || ph == "I";
-  const std::string_view cat = leading_member(event, size, "cat");
-  return cat == "cpu_op" || (cat == "python_function" && !python_functions);
+  const LeadingMembers m = leading_members(event, size);
+  if (m.ph.empty()) return false;
+  if (m.ph != "X") return m.ph == "s" || m.ph == "f" || m.ph == "t" || m.ph == "M" || m.ph == "i" || m.ph == "I";
+  return m.cat == "cpu_op" || (m.cat == "python_function" && !python_functions);
 }
 
 class StreamingTraceParser {

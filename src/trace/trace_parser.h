@@ -2,14 +2,14 @@
 // memory bounded by a window, never by the file size.
 //
 // Why this design: simdjson's On Demand API needs the whole document in memory (plus padding), and a
-// trace is 1-30 GB. So the document is read through a fixed window (8 MiB, grown only for a single
+// trace is 1-30 GB. So the document is read through a fixed window (256 KiB, grown only for a single
 // larger event): a small hand-written walker reads the top-level object (keys, distributedInfo,
 // deviceProperties); inside "traceEvents" the JsonStructureScanner (SIMD, 64 bytes a step) finds where
 // each event object ends. Events no analysis reads (cpu_op, flow and metadata events: about two thirds
 // of the bytes) are recognised by their first members and dropped unparsed; the others are copied into
-// a ~1 MiB array that On Demand parses as one document. A plain file is mmap'ed and the window slides
+// a ~64 KiB array that On Demand parses as one document. A plain file is mmap'ed and the window slides
 // over the mapping (no copy through read(2)); the pages behind the window are handed back with
-// MADV_DONTNEED every 8 MiB, since mapped pages count in the process's RSS while page-cache pages do
+// MADV_DONTNEED every 256 KiB, since mapped pages count in the process's RSS while page-cache pages do
 // not. Gzip is inflated by zlib into a window buffer. The peak memory is the window, simdjson's buffers
 // for one batch, and what the sink keeps (about 72 bytes per GPU activity).
 #pragma once
@@ -40,8 +40,8 @@ struct ParseOptions {
   std::function<void(std::uint64_t consumed)> progress;
   // The read window and the bytes of events per On Demand parse; tests shrink them to put window and
   // batch boundaries inside events.
-  std::size_t window_bytes = 8u << 20;
-  std::size_t batch_bytes = 1u << 20;
+  std::size_t window_bytes = 256u << 10;
+  std::size_t batch_bytes = 64u << 10;
 };
 
 struct ParseSummary {
