@@ -12,113 +12,127 @@
 namespace gpuscope::trace {
 namespace {
 
-struct ByteMasks {
-  std::uint64_t quote;
-  std::uint64_t backslash;
-  std::uint64_t open;
-  std::uint64_t close;
-};
+using BlockMasks = JsonStructureScanner::BlockMasks;
 
-#if defined(__x86_64__)
-// The same with AVX2 (two 32-byte halves instead of four 16-byte quarters), chosen at run time so the
-// binary still runs on CPUs without it.
-__attribute__((target("avx2"))) ByteMasks byte_masks_avx2(const char* p) {
-  const __m256i quote = _mm256_set1_epi8('"');
-  const __m256i backslash = _mm256_set1_epi8('\\');
-  const __m256i open = _mm256_set1_epi8('{');
-  const __m256i close = _mm256_set1_epi8('}');
-  const __m256i bit20 = _mm256_set1_epi8(0x20);
-  ByteMasks m{0, 0, 0, 0};
-  for (int i = 0; i < 2; ++i) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * i));
-    const __m256i folded = _mm256_or_si256(v, bit20);
-    const int shift = 32 * i;
-    m.quote |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, quote)))) << shift;
-    m.backslash |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, backslash))))
-                   << shift;
-    m.open |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(folded, open)))) << shift;
-    m.close |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(folded, close))))
-               << shift;
+// Which bytes a backslash escapes, carrying a trailing backslash into the next block. Backslashes are
+// rare in traces, so a plain walk over them is cheaper than anything clever; a backslash that is itself
+// escaped escapes nothing.
+inline std::uint64_t escaped_bytes(std::uint64_t backslashes, std::uint64_t& escape_carry) {
+  std::uint64_t escaped = escape_carry;
+  escape_carry = 0;
+  while (backslashes != 0) {
+    const int bit = __builtin_ctzll(backslashes);
+    backslashes &= backslashes - 1;
+    if ((escaped >> bit) & 1) continue;
+    if (bit == 63) {
+      escape_carry = 1;
+    } else {
+      escaped |= std::uint64_t{1} << (bit + 1);
+    }
   }
-  return m;
+  return escaped;
 }
 
-const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
-#endif
+// The brackets outside strings, and the string state carried to the next block, from the prefix XOR
+// of the unescaped quotes (bit i set to the XOR of bits 0..i: set from an opening quote up to, not
+// including, its closing quote).
+inline BlockMasks outside_strings(std::uint64_t quotes_prefix_xor, std::uint64_t open, std::uint64_t close,
+                                  std::uint64_t& in_string) {
+  const std::uint64_t inside = quotes_prefix_xor ^ in_string;
+  in_string = static_cast<std::uint64_t>(static_cast<std::int64_t>(inside) >> 63);
+  BlockMasks out{open & ~inside, close & ~inside, 0, 0};
+  out.opens = __builtin_popcountll(out.open);
+  out.closes = __builtin_popcountll(out.close);
+  return out;
+}
 
 // '[' and ']' differ from '{' and '}' only in bit 0x20, so OR-ing it in finds both kinds with one
 // compare each; no other byte maps onto '{' or '}' that way.
-ByteMasks byte_masks(const char* p) {
-#if defined(__x86_64__)
-  if (kHaveAvx2) return byte_masks_avx2(p);
-#endif
-  ByteMasks m{0, 0, 0, 0};
+BlockMasks classify_generic(const char* p, std::uint64_t& in_string, std::uint64_t& escape_carry) {
+  std::uint64_t quote = 0, backslash = 0, open = 0, close = 0;
 #if defined(__SSE2__)
-  const __m128i quote = _mm_set1_epi8('"');
-  const __m128i backslash = _mm_set1_epi8('\\');
-  const __m128i open = _mm_set1_epi8('{');
-  const __m128i close = _mm_set1_epi8('}');
+  const __m128i quote_v = _mm_set1_epi8('"');
+  const __m128i backslash_v = _mm_set1_epi8('\\');
+  const __m128i open_v = _mm_set1_epi8('{');
+  const __m128i close_v = _mm_set1_epi8('}');
   const __m128i bit20 = _mm_set1_epi8(0x20);
   for (int i = 0; i < 4; ++i) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * i));
     const __m128i folded = _mm_or_si128(v, bit20);
     const int shift = 16 * i;
-    m.quote |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote)))) << shift;
-    m.backslash |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, backslash))))
-                   << shift;
-    m.open |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(folded, open)))) << shift;
-    m.close |= static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(folded, close))))
-               << shift;
+    auto bits = [&](__m128i eq) {
+      return static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm_movemask_epi8(eq))) << shift;
+    };
+    quote |= bits(_mm_cmpeq_epi8(v, quote_v));
+    backslash |= bits(_mm_cmpeq_epi8(v, backslash_v));
+    open |= bits(_mm_cmpeq_epi8(folded, open_v));
+    close |= bits(_mm_cmpeq_epi8(folded, close_v));
   }
 #else
   for (int i = 0; i < 64; ++i) {
     const char c = p[i];
     const char folded = static_cast<char>(c | 0x20);
     const std::uint64_t bit = std::uint64_t{1} << i;
-    if (c == '"') m.quote |= bit;
-    if (c == '\\') m.backslash |= bit;
-    if (folded == '{') m.open |= bit;
-    if (folded == '}') m.close |= bit;
+    if (c == '"') quote |= bit;
+    if (c == '\\') backslash |= bit;
+    if (folded == '{') open |= bit;
+    if (folded == '}') close |= bit;
   }
 #endif
-  return m;
-}
-
-// Bit i becomes the XOR of bits 0..i: set from an opening quote up to, not including, its closing quote.
-std::uint64_t running_xor(std::uint64_t x) {
+  std::uint64_t x = quote & ~escaped_bytes(backslash, escape_carry);
   x ^= x << 1;
   x ^= x << 2;
   x ^= x << 4;
   x ^= x << 8;
   x ^= x << 16;
   x ^= x << 32;
-  return x;
+  return outside_strings(x, open, close, in_string);
 }
+
+#if defined(__x86_64__)
+// One bit per byte of a 64-byte block, from the two halves' compare results.
+__attribute__((target("avx2"))) inline std::uint64_t bits(__m256i eq_lo, __m256i eq_hi) {
+  return static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(eq_lo))) |
+         static_cast<std::uint64_t>(static_cast<std::uint32_t>(_mm256_movemask_epi8(eq_hi))) << 32;
+}
+
+// The same with AVX2 (two 32-byte halves), a carry-less multiply by all ones for the prefix XOR and the
+// POPCNT instruction, chosen at run time so the binary still runs on CPUs without them.
+__attribute__((target("avx2,pclmul,popcnt"))) BlockMasks classify_avx2(const char* p, std::uint64_t& in_string,
+                                                                       std::uint64_t& escape_carry) {
+  const __m256i quote_v = _mm256_set1_epi8('"');
+  const __m256i backslash_v = _mm256_set1_epi8('\\');
+  const __m256i open_v = _mm256_set1_epi8('{');
+  const __m256i close_v = _mm256_set1_epi8('}');
+  const __m256i bit20 = _mm256_set1_epi8(0x20);
+  const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
+  const __m256i folded_lo = _mm256_or_si256(lo, bit20);
+  const __m256i folded_hi = _mm256_or_si256(hi, bit20);
+  const std::uint64_t quote = bits(_mm256_cmpeq_epi8(lo, quote_v), _mm256_cmpeq_epi8(hi, quote_v));
+  const std::uint64_t backslash = bits(_mm256_cmpeq_epi8(lo, backslash_v), _mm256_cmpeq_epi8(hi, backslash_v));
+  const std::uint64_t open = bits(_mm256_cmpeq_epi8(folded_lo, open_v), _mm256_cmpeq_epi8(folded_hi, open_v));
+  const std::uint64_t close = bits(_mm256_cmpeq_epi8(folded_lo, close_v), _mm256_cmpeq_epi8(folded_hi, close_v));
+  const std::uint64_t quotes = quote & ~escaped_bytes(backslash, escape_carry);
+  // Carry-less multiplication by all ones: the prefix XOR in one instruction.
+  const __m128i product =
+      _mm_clmulepi64_si128(_mm_set_epi64x(0, static_cast<long long>(quotes)), _mm_set1_epi8(-1), 0);
+  return outside_strings(static_cast<std::uint64_t>(_mm_cvtsi128_si64(product)), open, close, in_string);
+}
+
+using Classify = BlockMasks (*)(const char*, std::uint64_t&, std::uint64_t&);
+const Classify kClassify =
+    __builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("popcnt")
+        ? classify_avx2
+        : classify_generic;
+#else
+constexpr auto kClassify = classify_generic;
+#endif
 
 }  // namespace
 
 JsonStructureScanner::BlockMasks JsonStructureScanner::classify(const char* p) {
-  const ByteMasks m = byte_masks(p);
-  // Which bytes a backslash escapes. Backslashes are rare in traces, so a plain walk over them is
-  // cheaper than anything clever; a backslash that is itself escaped escapes nothing.
-  std::uint64_t escaped = escape_carry_;
-  escape_carry_ = 0;
-  std::uint64_t backslashes = m.backslash;
-  while (backslashes != 0) {
-    const int bit = __builtin_ctzll(backslashes);
-    backslashes &= backslashes - 1;
-    if ((escaped >> bit) & 1) continue;
-    if (bit == 63) {
-      escape_carry_ = 1;
-    } else {
-      escaped |= std::uint64_t{1} << (bit + 1);
-    }
-  }
-  const std::uint64_t quotes = m.quote & ~escaped;
-  // Set on an opening quote and the bytes inside the string, clear on the closing quote and outside.
-  const std::uint64_t inside = running_xor(quotes) ^ in_string_;
-  in_string_ = static_cast<std::uint64_t>(static_cast<std::int64_t>(inside) >> 63);
-  return BlockMasks{m.open & ~inside, m.close & ~inside};
+  return kClassify(p, in_string_, escape_carry_);
 }
 
 }  // namespace gpuscope::trace

@@ -31,9 +31,13 @@ std::expected<std::regex, TraceError> compile_pattern(const std::string& pattern
   }
 }
 
-std::expected<RankReport, TraceError> analyze_file(const std::string& file, const TraceAnalysisOptions& options,
-                                                   const std::regex& pattern,
-                                                   const std::function<void(std::uint64_t)>& progress) {
+// One file's report; nullopt when `only_rank` is set and the file's header names another rank (then
+// its events are not read at all: --rank on a directory of 1 GB per-rank files reads one file, not all).
+std::expected<std::optional<RankReport>, TraceError> analyze_file(const std::string& file,
+                                                                  const TraceAnalysisOptions& options,
+                                                                  const std::regex& pattern,
+                                                                  const std::function<void(std::uint64_t)>& progress,
+                                                                  std::optional<std::int64_t> only_rank) {
   const auto started = std::chrono::steady_clock::now();
   auto reader = TraceByteReader::open(file);
   if (!reader) return std::unexpected(reader.error());
@@ -44,12 +48,16 @@ std::expected<RankReport, TraceError> analyze_file(const std::string& file, cons
   parse.python_functions = options.python_functions;
   parse.parse_unused_events = options.parse_unused_events;
   parse.progress = progress;
+  if (only_rank) {
+    parse.before_events = [&](const TraceHeader& header) { return !header.rank || *header.rank == *only_rank; };
+  }
   auto summary = parse_trace(*reader, builder, timeline.header, parse);
   if (!summary) {
     TraceError e = summary.error();
     e.file = file;
     return std::unexpected(e);
   }
+  if (summary->stopped_before_events) return std::nullopt;
   RankReport report = analyze_rank(timeline, options.analysis);
   report.file = file;
   report.parse = *summary;
@@ -81,7 +89,9 @@ std::expected<std::vector<std::string>, TraceError> list_trace_files(const std::
 std::expected<RankReport, TraceError> analyze_trace_file(const std::string& file, const TraceAnalysisOptions& options) {
   auto pattern = compile_pattern(options.data_loading_pattern);
   if (!pattern) return std::unexpected(pattern.error());
-  return analyze_file(file, options, *pattern, {});
+  auto report = analyze_file(file, options, *pattern, {}, std::nullopt);
+  if (!report) return std::unexpected(report.error());
+  return std::move(**report);
 }
 
 std::expected<TraceReport, TraceError> analyze_traces(const std::string& path, const TraceAnalysisOptions& options) {
@@ -113,11 +123,12 @@ std::expected<TraceReport, TraceError> analyze_traces(const std::string& path, c
     };
   };
 
-  std::vector<std::optional<std::expected<RankReport, TraceError>>> results(files->size());
+  std::vector<std::optional<std::expected<std::optional<RankReport>, TraceError>>> results(files->size());
   std::atomic<std::size_t> next{0};
   auto work = [&] {
     for (std::size_t i = next++; i < files->size(); i = next++) {
-      results[i] = analyze_file((*files)[i], options, *pattern, progress_for(i));
+      results[i] = analyze_file((*files)[i], options, *pattern, progress_for(i), options.rank);
+      if (options.progress && *results[i] && !**results[i]) progress_for(i)(sizes[i]);  // skipped: done with it
     }
   };
   unsigned threads = options.max_threads != 0 ? options.max_threads : std::max(1u, std::thread::hardware_concurrency());
@@ -129,17 +140,22 @@ std::expected<TraceReport, TraceError> analyze_traces(const std::string& path, c
     for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work);
   }
 
+  bool other_ranks = false;  // files whose header named a rank other than --rank
   for (std::size_t i = 0; i < results.size(); ++i) {
     auto& r = *results[i];
     if (r) {
-      report.ranks.push_back(std::move(*r));
+      if (*r) {
+        report.ranks.push_back(std::move(**r));
+      } else {
+        other_ranks = true;
+      }
     } else if (options.lenient && files->size() > 1) {
       report.skipped_files.push_back(r.error().what());
     } else {
       return std::unexpected(r.error());
     }
   }
-  if (report.ranks.empty()) {
+  if (report.ranks.empty() && !other_ranks) {
     return std::unexpected(TraceError{TraceErrorKind::kNotATrace, -1, "no trace could be read", path});
   }
   std::stable_sort(report.ranks.begin(), report.ranks.end(), [](const RankReport& a, const RankReport& b) {

@@ -357,6 +357,10 @@ class StreamingTraceParser {
         return fail(TraceErrorKind::kNotATrace, "not a trace: traceEvents appears twice", offset(pos_));
       }
       ++pos_;
+      if (options_.before_events && !options_.before_events(header_)) {
+        summary_.stopped_before_events = true;
+        return Step::kFinished;
+      }
       begin_events();
       return Step::kProgress;
     }
@@ -397,15 +401,12 @@ class StreamingTraceParser {
 
   Step step_header_value() {
     bool closed = false;
-    const std::size_t stop = scanner_.scan(data(), scan_pos_, len_, eof_, [&](JsonBracket b) {
-      if (b.byte == '{' || b.byte == '[') {
-        ++depth_;
-        return false;
-      }
-      --depth_;
-      closed = depth_ == 0;
-      return closed;
-    });
+    // The value starts at its opening bracket, so the first crossing opens it and the next closes it.
+    const std::size_t stop =
+        scanner_.scan_top_level(data(), scan_pos_, len_, eof_, depth_, [&](JsonBracket, JsonStructureScanner::Crossing c) {
+          closed = c != JsonStructureScanner::Crossing::kOpen;
+          return closed;
+        });
     scan_pos_ = stop;
     if (!closed) {
       if (capturing_ && scan_pos_ - value_start_ > kMaxHeaderValue) capturing_ = false;
@@ -552,18 +553,15 @@ class StreamingTraceParser {
   Step step_events() {
     bool end_of_array = false;
     bool failed = false;
-    const std::size_t stop = scanner_.scan(data(), scan_pos_, len_, eof_, [&](JsonBracket b) {
-      const bool open = b.byte == '{' || b.byte == '[';
-      if (open) {
-        if (depth_ == 0) {
-          if (!check_gap(last_end_, b.position, false)) return failed = true;
-          event_start_ = b.position;
-          if (b.byte == '[') nested_array_element_ = true;
-        }
-        ++depth_;
+    using Crossing = JsonStructureScanner::Crossing;
+    const std::size_t stop = scanner_.scan_top_level(data(), scan_pos_, len_, eof_, depth_, [&](JsonBracket b, Crossing c) {
+      if (c == Crossing::kOpen) {
+        if (!check_gap(last_end_, b.position, false)) return failed = true;
+        event_start_ = b.position;
+        if (b.byte == '[') nested_array_element_ = true;
         return false;
       }
-      if (depth_ == 0) {
+      if (c == Crossing::kUnmatchedClose) {
         if (b.byte == ']') {
           if (!check_gap(last_end_, b.position, true)) return failed = true;
           end_of_array = true;
@@ -577,30 +575,27 @@ class StreamingTraceParser {
         error_ = TraceError{TraceErrorKind::kNotJson, offset(b.position), "invalid JSON: unmatched '}' in traceEvents", {}};
         return failed = true;
       }
-      --depth_;
-      if (depth_ == 0) {
-        first_element_ = false;
-        last_end_ = b.position + 1;
-        if (nested_array_element_) {
-          nested_array_element_ = false;
-          if (options_.lenient) {
-            summary_.skipped_bytes += last_end_ - event_start_;
-            ++summary_.skipped_events;
-            note_problem("a traceEvents element is not an object", offset(event_start_));
-            return false;
-          }
-          error_ = TraceError{TraceErrorKind::kNotATrace, offset(event_start_), "a traceEvents element is not an object", {}};
-          return failed = true;
-        }
-        if (!options_.parse_unused_events && is_unused_event(data() + event_start_, last_end_ - event_start_,
-                                                              options_.python_functions)) {
-          ++summary_.event_objects;
-          ++summary_.unparsed_events;
+      first_element_ = false;
+      last_end_ = b.position + 1;
+      if (nested_array_element_) {
+        nested_array_element_ = false;
+        if (options_.lenient) {
+          summary_.skipped_bytes += last_end_ - event_start_;
+          ++summary_.skipped_events;
+          note_problem("a traceEvents element is not an object", offset(event_start_));
           return false;
         }
-        add_to_batch(EventSpan{event_start_, last_end_});
-        if (batch_.size() >= options_.batch_bytes && !flush_batch()) return failed = true;
+        error_ = TraceError{TraceErrorKind::kNotATrace, offset(event_start_), "a traceEvents element is not an object", {}};
+        return failed = true;
       }
+      if (!options_.parse_unused_events &&
+          is_unused_event(data() + event_start_, last_end_ - event_start_, options_.python_functions)) {
+        ++summary_.event_objects;
+        ++summary_.unparsed_events;
+        return false;
+      }
+      add_to_batch(EventSpan{event_start_, last_end_});
+      if (batch_.size() >= options_.batch_bytes && !flush_batch()) return failed = true;
       return false;
     });
     if (failed) return Step::kFailed;

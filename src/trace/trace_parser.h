@@ -38,6 +38,10 @@ struct ParseOptions {
   bool parse_unused_events = false;
   // Called after each read with the file bytes consumed so far (compressed bytes for gzip).
   std::function<void(std::uint64_t consumed)> progress;
+  // Called with what the top-level object held before its "traceEvents" array (Kineto writes
+  // distributedInfo and deviceProperties first); false stops the parse there, unread, with
+  // ParseSummary::stopped_before_events set. Not called for a bare array of events.
+  std::function<bool(const TraceHeader& header)> before_events;
   // The read window and the bytes of events per On Demand parse; tests shrink them to put window and
   // batch boundaries inside events.
   std::size_t window_bytes = 256u << 10;
@@ -52,6 +56,7 @@ struct ParseSummary {
   std::uint64_t skipped_events = 0;   // lenient: events that could not be read
   std::uint64_t skipped_bytes = 0;    // lenient: bytes skipped (bad events, garbage, a truncated end)
   bool truncated = false;             // lenient: the input ended inside the document
+  bool stopped_before_events = false; // before_events said to stop
   std::vector<std::string> problems;  // lenient: the first few problems, each with its byte offset
 };
 

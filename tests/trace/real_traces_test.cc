@@ -164,5 +164,39 @@ TEST(RealTraces, DirectoryOfRanksComparesThemAndNamesTheStraggler) {
   EXPECT_EQ(none.error().kind, TraceErrorKind::kNoSuchRank);
 }
 
+// --rank reads the other ranks' files only as far as the distributedInfo Kineto writes before the
+// events: a damaged event in another rank's file goes unnoticed, and so do its gigabytes.
+TEST(RealTraces, RankFilterStopsAtTheOtherRanksHeaders) {
+  testing::TempDir dir;
+  for (const char* name : {"trace_filter__sampled_rank-0.json.gz", "trace_filter__sampled_rank-1.json.gz"}) {
+    std::ifstream in(conformance_trace(name), std::ios::binary);
+    dir.write(name, std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
+  }
+  // Rank 2: a header, then an event with a negative duration. Rank 3: the same without distributedInfo,
+  // so only its name says which rank it is; it must be read to be sure.
+  const std::string bad_event = R"([{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": -1}]})";
+  dir.write("rank-2.json", R"({"distributedInfo": {"rank": 2, "world_size": 4}, "traceEvents": )" + bad_event);
+  TraceAnalysisOptions options;
+  options.rank = 0;
+  auto zero = analyze_traces(dir.path(), options);
+  ASSERT_TRUE(zero.has_value()) << zero.error().what();
+  ASSERT_EQ(zero->ranks.size(), 1u);
+  EXPECT_EQ(zero->ranks[0].rank, 0);
+  options.rank = 2;
+  auto two = analyze_traces(dir.path(), options);
+  ASSERT_FALSE(two.has_value());
+  EXPECT_NE(two.error().what().find("negative duration"), std::string::npos) << two.error().what();
+
+  dir.write("rank-3.json", R"({"traceEvents": )" + bad_event);
+  options.rank = 0;
+  auto unknown = analyze_traces(dir.path(), options);
+  ASSERT_FALSE(unknown.has_value());
+  EXPECT_NE(unknown.error().what().find("rank-3.json"), std::string::npos) << unknown.error().what();
+  options.lenient = true;
+  auto lenient = analyze_traces(dir.path(), options);
+  ASSERT_TRUE(lenient.has_value()) << lenient.error().what();
+  EXPECT_EQ(lenient->ranks.size(), 1u);
+}
+
 }  // namespace
 }  // namespace gpuscope::trace

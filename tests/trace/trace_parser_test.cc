@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "trace/json_structure_scanner.h"
 #include "trace/trace_event_decoder.h"
 #include "trace_test_support.h"
@@ -51,6 +53,52 @@ TEST(JsonStructureScanner, BackslashRunsAtABlockEdge) {
     return false;
   });
   EXPECT_EQ(found, "[]");
+}
+
+// scan_top_level skips the blocks that stay inside a value; what it reports must be exactly the depth
+// crossings a bracket-by-bracket walk finds, whatever the nesting, strings and block boundaries.
+TEST(JsonStructureScanner, TopLevelCrossingsMatchABracketByBracketWalk) {
+  std::mt19937 random(7);
+  const std::string pieces[] = {"{", "}", "[", "]", "\"{[}]\"", "\"\\\"{\"", ",", "  ", "\"ph\": \"X\"", "1.5", "\n"};
+  for (int round = 0; round < 300; ++round) {
+    std::string text = "[";
+    int depth = 0;
+    const int length = 20 + static_cast<int>(random() % 400);
+    for (int i = 0; i < length; ++i) {
+      const std::string& piece = pieces[random() % std::size(pieces)];
+      if ((piece == "}" || piece == "]") && depth == 0) continue;  // keep it inside the outer array
+      depth += piece == "{" || piece == "[" ? 1 : piece == "}" || piece == "]" ? -1 : 0;
+      text += piece;
+    }
+    text += std::string(static_cast<std::size_t>(depth), '}') + "]" + std::string(random() % 70, ' ');
+    std::string expected;
+    {
+      JsonStructureScanner scanner;
+      std::int64_t d = 0;
+      scanner.scan(text.data(), 1, text.size(), true, [&](JsonBracket b) {
+        const bool open = b.byte == '{' || b.byte == '[';
+        if (open && d++ == 0) expected += "+" + std::to_string(b.position);
+        if (!open && d == 0) expected += "!" + std::to_string(b.position);
+        if (!open && d > 0 && --d == 0) expected += "-" + std::to_string(b.position);
+        return false;
+      });
+    }
+    // In pieces, so the depth and string state are carried from one call to the next as in the parser.
+    std::string found;
+    JsonStructureScanner scanner;
+    std::int64_t d = 0;
+    std::size_t at = 1;
+    for (std::size_t end = 64; at < text.size(); end = std::min(text.size(), end + 64 + random() % 200)) {
+      at = scanner.scan_top_level(text.data(), at, end, end == text.size(), d,
+                                  [&](JsonBracket b, JsonStructureScanner::Crossing c) {
+                                    using C = JsonStructureScanner::Crossing;
+                                    found += (c == C::kOpen ? "+" : c == C::kClose ? "-" : "!") + std::to_string(b.position);
+                                    return false;
+                                  });
+    }
+    ASSERT_EQ(found, expected) << text;
+    ASSERT_NE(expected.find('!'), std::string::npos);  // the outer array's ']' at depth 0
+  }
 }
 
 TEST(MicrosecondsText, ExactNanoseconds) {
