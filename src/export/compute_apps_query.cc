@@ -12,8 +12,6 @@
 namespace gpuscope::exporter {
 namespace {
 
-constexpr int kGpuIsLost = 15;
-constexpr std::uint64_t kMiB = 1024 * 1024;
 
 struct AppColumnName {
   std::string_view name;  // what the user may write

@@ -6,19 +6,19 @@
 #include <fmt/format.h>
 
 #include "export/machine_value.h"
+#include "export/nvml_error_text.h"
 
 namespace gpuscope::exporter {
 namespace {
 
 constexpr const char* kNa = "N/A";
-constexpr std::uint64_t kMiB = 1024 * 1024;
 
 template <class T>
-std::string or_na(const std::optional<T>& v) {
+std::string or_na_text(const std::optional<T>& v) {
   return v ? fmt::format("{}", *v) : std::string(kNa);
 }
 
-std::string or_na(const std::string& s) { return s.empty() ? std::string(kNa) : s; }
+std::string or_na_text(const std::string& s) { return s.empty() ? std::string(kNa) : s; }
 
 std::string yes_no(const std::optional<bool>& v) {
   if (!v) return kNa;
@@ -44,26 +44,26 @@ void line(std::string& out, std::string_view indent, std::string_view label, std
 
 std::string gpu_info_text(const model::SystemInfo& system, std::size_t attached, std::span<const model::GpuInfo> gpus) {
   std::string out;
-  line(out, "", "Hostname", or_na(system.hostname));
-  line(out, "", "Driver Version", or_na(system.driver_version));
-  line(out, "", "NVML Version", or_na(system.nvml_version));
-  line(out, "", "CUDA Driver Version", or_na(system.cuda_version_string()));
+  line(out, "", "Hostname", or_na_text(system.hostname));
+  line(out, "", "Driver Version", or_na_text(system.driver_version));
+  line(out, "", "NVML Version", or_na_text(system.nvml_version));
+  line(out, "", "CUDA Driver Version", or_na_text(system.cuda_version_string()));
   line(out, "", "NVML Library",
-       system.simulated ? fmt::format("{} (gpuscope simulator)", or_na(system.library_path)) : or_na(system.library_path));
+       system.simulated ? fmt::format("{} (gpuscope simulator)", or_na_text(system.library_path)) : or_na_text(system.library_path));
   line(out, "", "Attached GPUs", fmt::format("{}", attached));
   for (const auto& g : gpus) {
-    out += fmt::format("\nGPU {}: {}\n", g.index, or_na(g.name));
+    out += fmt::format("\nGPU {}: {}\n", g.index, or_na_text(g.name));
     constexpr std::string_view in = "    ";
-    line(out, in, "UUID", or_na(g.uuid));
-    line(out, in, "Serial Number", or_na(g.serial));
-    line(out, in, "PCI Bus Id", or_na(g.pci_bus_id));
+    line(out, in, "UUID", or_na_text(g.uuid));
+    line(out, in, "Serial Number", or_na_text(g.serial));
+    line(out, in, "PCI Bus Id", or_na_text(g.pci_bus_id));
     line(out, in, "Minor Number",
          g.minor_number ? fmt::format("{} (/dev/{})", *g.minor_number, g.device_name()) : std::string(kNa));
-    line(out, in, "Board Part Number", or_na(g.board_part_number));
-    line(out, in, "VBIOS Version", or_na(g.vbios_version));
+    line(out, in, "Board Part Number", or_na_text(g.board_part_number));
+    line(out, in, "VBIOS Version", or_na_text(g.vbios_version));
     line(out, in, "Architecture", g.architecture ? model::architecture_name(*g.architecture) : std::string(kNa));
     line(out, in, "Compute Capability", compute_capability(g).value_or(kNa));
-    line(out, in, "CUDA Cores", or_na(g.num_cores));
+    line(out, in, "CUDA Cores", or_na_text(g.num_cores));
     line(out, in, "Memory Total",
          g.memory_total_bytes ? fmt::format("{} MiB", *g.memory_total_bytes / kMiB) : std::string(kNa));
     line(out, in, "Max SM Clock", with_unit(g.max_sm_clock_mhz, "MHz"));
@@ -73,7 +73,7 @@ std::string gpu_info_text(const model::SystemInfo& system, std::size_t attached,
     line(out, in, "Default Power Limit", watts(g.power_default_limit_watts));
     line(out, in, "Enforced Power Limit", watts(g.enforced_power_limit_watts));
     line(out, in, "PCIe Max Link",
-         fmt::format("Gen {} x{}", or_na(g.pcie_max_gen), or_na(g.pcie_max_width)));
+         fmt::format("Gen {} x{}", or_na_text(g.pcie_max_gen), or_na_text(g.pcie_max_width)));
     line(out, in, "Slowdown Temperature", with_unit(g.slowdown_temp_celsius, "C"));
     line(out, in, "Shutdown Temperature", with_unit(g.shutdown_temp_celsius, "C"));
     line(out, in, "GPM (profiling metrics)", g.gpm_supported ? "Supported" : "Not Supported");

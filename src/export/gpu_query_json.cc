@@ -7,7 +7,6 @@
 namespace gpuscope::exporter {
 namespace {
 
-constexpr int kGpuIsLost = 15;
 
 nlohmann::ordered_json identity_json(IdentityColumn column, const QueryContext& context, const GpuView& gpu) {
   switch (column) {

@@ -10,7 +10,6 @@
 namespace gpuscope::exporter {
 namespace {
 
-constexpr int kGpuIsLost = 15;
 
 }  // namespace
 

@@ -18,7 +18,7 @@ namespace {
 bool is_label_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == ':'; }
 bool is_label_char(char c) { return is_label_start(c) || std::isdigit(static_cast<unsigned char>(c)); }
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_decimal_digit(char c) { return c >= '0' && c <= '9'; }
 
 // Reads a line left to right; every error names the 1-based column it was found at.
 class SeriesLineReader {
@@ -185,10 +185,10 @@ class SeriesLineReader {
       }
       return std::nullopt;
     }
-    while (!at_end() && is_digit(peek())) ++pos_;
+    while (!at_end() && is_decimal_digit(peek())) ++pos_;
     if (!at_end() && peek() == '.') {
       ++pos_;
-      while (!at_end() && is_digit(peek())) ++pos_;
+      while (!at_end() && is_decimal_digit(peek())) ++pos_;
     }
     if (pos_ == start || (pos_ == start + 1 && text_[start] == '.')) {
       pos_ = start;
@@ -198,10 +198,10 @@ class SeriesLineReader {
       std::size_t exponent_at = pos_;
       ++pos_;
       if (!at_end() && (peek() == '+' || peek() == '-')) ++pos_;
-      if (at_end() || !is_digit(peek())) {
+      if (at_end() || !is_decimal_digit(peek())) {
         pos_ = exponent_at;  // "1e" is not a number; leave the 'e' to be reported
       } else {
-        while (!at_end() && is_digit(peek())) ++pos_;
+        while (!at_end() && is_decimal_digit(peek())) ++pos_;
       }
     }
     double value = 0;
@@ -235,7 +235,7 @@ class SeriesLineReader {
     std::size_t start = pos_;
     ++pos_;  // the 'x'
     std::size_t digits_at = pos_;
-    while (!at_end() && is_digit(peek())) ++pos_;
+    while (!at_end() && is_decimal_digit(peek())) ++pos_;
     std::uint64_t n = 0;
     auto [ptr, ec] = std::from_chars(text_.data() + digits_at, text_.data() + pos_, n);
     if (pos_ == digits_at || ec != std::errc() || ptr != text_.data() + pos_) {

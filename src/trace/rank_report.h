@@ -11,6 +11,11 @@
 
 namespace gpuscope::trace {
 
+// part / whole, 0 when there is no whole.
+inline double ratio(std::int64_t part, std::int64_t whole) {
+  return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
 // Idle time split as Holistic Trace Analysis does it: the GPU waited for the CPU to launch the next
 // activity (host wait), a short gap between activities queued back to back (kernel wait), or anything
 // else (syncs, waiting on another stream or rank).

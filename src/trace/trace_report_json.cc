@@ -8,10 +8,6 @@ namespace {
 using json = nlohmann::ordered_json;
 
 double seconds(std::int64_t ns) { return static_cast<double>(ns) / 1e9; }
-double ratio(std::int64_t part, std::int64_t whole) {
-  return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
-}
-
 json idle_json(const IdleBreakdown& idle) {
   return json{{"host_wait_seconds", seconds(idle.host_wait_ns)},
               {"kernel_wait_seconds", seconds(idle.kernel_wait_ns)},

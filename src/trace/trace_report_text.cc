@@ -25,10 +25,6 @@ std::string bytes_text(double b) {
   return fmt::format("{:.0f} B", b);
 }
 
-double ratio(std::int64_t part, std::int64_t whole) {
-  return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0;
-}
-
 std::string pct(double r) { return fmt::format("{:.1f}%", 100 * r); }
 
 std::string shorten(const std::string& name, std::size_t width) {

@@ -14,10 +14,6 @@ constexpr double kExposedCommunication = 0.15;
 // memcpy/memset time as a share of busy time.
 constexpr double kMemoryCopyShare = 0.20;
 
-double ratio(std::int64_t part, std::int64_t whole) {
-  return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0;
-}
-
 std::string percent(double r) { return fmt::format("{:.1f}%", 100 * r); }
 
 std::string microseconds_or_ms(std::int64_t ns) {

@@ -17,10 +17,10 @@ void expect_usage(const std::expected<T, ParseExit>& r, const std::string& text)
   EXPECT_EQ(r.error().text, text);
 }
 
-std::expected<DmonOptions, ParseExit> parse(std::vector<std::string> args) { return parse_dmon_args(args); }
+std::expected<DmonOptions, ParseExit> parse_dmon(std::vector<std::string> args) { return parse_dmon_args(args); }
 
 TEST(DmonArgs, Defaults) {
-  auto r = parse({});
+  auto r = parse_dmon({});
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->groups, "puc");
   EXPECT_EQ(r->delay, 1s);
@@ -29,7 +29,7 @@ TEST(DmonArgs, Defaults) {
 }
 
 TEST(DmonArgs, AllGroupsDelayCount) {
-  auto r = parse({"-s", "pucvmet", "-d", "5", "-c", "12", "--format", "json", "-i", "1"});
+  auto r = parse_dmon({"-s", "pucvmet", "-d", "5", "-c", "12", "--format", "json", "-i", "1"});
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->groups, "pucvmet");
   EXPECT_EQ(r->delay, 5s);
@@ -39,20 +39,20 @@ TEST(DmonArgs, AllGroupsDelayCount) {
 }
 
 TEST(DmonArgs, GroupLettersAreValidated) {
-  expect_usage(parse({"-s", "puq"}), "unknown metric group 'q' in -s 'puq' (any of pucvmet)");
-  expect_usage(parse({"-s", "P"}), "unknown metric group 'P' in -s 'P' (any of pucvmet)");
-  expect_usage(parse({"-s", ""}), "empty metric group list in -s (any of pucvmet)");
+  expect_usage(parse_dmon({"-s", "puq"}), "unknown metric group 'q' in -s 'puq' (any of pucvmet)");
+  expect_usage(parse_dmon({"-s", "P"}), "unknown metric group 'P' in -s 'P' (any of pucvmet)");
+  expect_usage(parse_dmon({"-s", ""}), "empty metric group list in -s (any of pucvmet)");
 }
 
 TEST(DmonArgs, DelayAndCountMustBePositiveWholeNumbers) {
-  expect_usage(parse({"-d", "0"}), "invalid value '0' for -d (a whole number of seconds > 0)");
-  expect_usage(parse({"-d", "0.5"}), "invalid value '0.5' for -d (a whole number of seconds > 0)");
-  expect_usage(parse({"-c", "x"}), "invalid value 'x' for -c (a count > 0)");
-  expect_usage(parse({"-c", "-1"}), "invalid value '-1' for -c (a count > 0)");
+  expect_usage(parse_dmon({"-d", "0"}), "invalid value '0' for -d (a whole number of seconds > 0)");
+  expect_usage(parse_dmon({"-d", "0.5"}), "invalid value '0.5' for -d (a whole number of seconds > 0)");
+  expect_usage(parse_dmon({"-c", "x"}), "invalid value 'x' for -c (a count > 0)");
+  expect_usage(parse_dmon({"-c", "-1"}), "invalid value '-1' for -c (a count > 0)");
 }
 
 TEST(DmonArgs, FormatIsTextOrJson) {
-  expect_usage(parse({"--format", "csv"}), "unknown format 'csv' in --format (text or json)");
+  expect_usage(parse_dmon({"--format", "csv"}), "unknown format 'csv' in --format (text or json)");
 }
 
 TEST(ListArgs, Format) {

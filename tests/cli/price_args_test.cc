@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 
 const std::string kShipped = std::string(GPUSCOPE_SOURCE_DIR) + "/catalog/gpu_prices.yaml";
 
-std::string error_of(const std::expected<ServeOptions, ParseExit>& r) { return r ? "" : r.error().text; }
+std::string price_error_of(const std::expected<ServeOptions, ParseExit>& r) { return r ? "" : r.error().text; }
 
 // A scratch directory tree, removed at the end of the test.
 struct ScratchDir {
@@ -63,11 +63,11 @@ TEST(PriceArgs, DefaultCatalogIsTheInstalledOneElseTheSourceTrees) {
 
 TEST(PriceArgs, CatalogTierAndPerGpuPrices) {
   auto d = parse_serve_args(std::vector<std::string>{});
-  ASSERT_TRUE(d) << error_of(d);
+  ASSERT_TRUE(d) << price_error_of(d);
   EXPECT_EQ(d->prices.tier, model::PriceTier::kOnDemand);
 
   auto o = parse_serve_args(std::vector<std::string>{"--price-catalog", kShipped, "--price-tier", "spot"});
-  ASSERT_TRUE(o) << error_of(o);
+  ASSERT_TRUE(o) << price_error_of(o);
   ASSERT_TRUE(o->prices.catalog.has_value());
   EXPECT_EQ(o->prices.catalog->source(), kShipped);
   EXPECT_EQ(o->prices.tier, model::PriceTier::kSpot);
@@ -78,7 +78,7 @@ TEST(PriceArgs, CatalogTierAndPerGpuPrices) {
   auto c = parse_serve_args(std::vector<std::string>{"--price-catalog", kShipped, "--price-tier", "commit_3y",
                                                      "--price-override", "H200=4.5", "--price-override",
                                                      "V100-SXM2=1.0"});
-  ASSERT_TRUE(c) << error_of(c);
+  ASSERT_TRUE(c) << price_error_of(c);
   EXPECT_EQ(hourly_prices(c->prices, gpus), (std::map<unsigned, double>{{0, 2.3672}, {1, 4.5}, {2, 1.0}}));
 }
 
@@ -94,7 +94,7 @@ TEST(PriceArgs, OverridesAloneNeedNoCatalog) {
 
 TEST(PriceArgs, BadValuesAreOneLineErrors) {
   ScratchDir d;
-  const auto err = [](std::vector<std::string> a) { return error_of(parse_serve_args(a)); };
+  const auto err = [](std::vector<std::string> a) { return price_error_of(parse_serve_args(a)); };
   EXPECT_EQ(err({"--price-tier", "ondemand"}),
             "invalid value 'ondemand' for --price-tier (on_demand, spot, commit_1y, commit_3y)");
   const std::string bad = d.write("bad.yaml", "gpus:\n  - name: X\n    match: [x]\n    prices: {reserved: 1}\n");

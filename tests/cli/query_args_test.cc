@@ -7,7 +7,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::expected<QueryOptions, ParseExit> parse(std::vector<std::string> args) { return parse_query_args(args); }
+std::expected<QueryOptions, ParseExit> parse_query(std::vector<std::string> args) { return parse_query_args(args); }
 
 void expect_usage(const std::expected<QueryOptions, ParseExit>& r, const std::string& text) {
   ASSERT_FALSE(r.has_value());
@@ -16,7 +16,7 @@ void expect_usage(const std::expected<QueryOptions, ParseExit>& r, const std::st
 }
 
 TEST(QueryArgs, GpuQueryDefaultsToCsvWithHeaderAndUnits) {
-  auto r = parse({"--query-gpu=index,name,memory.used"});
+  auto r = parse_query({"--query-gpu=index,name,memory.used"});
   ASSERT_TRUE(r.has_value());
   EXPECT_FALSE(r->apps);
   EXPECT_EQ(r->gpu_columns.size(), 3u);
@@ -27,52 +27,52 @@ TEST(QueryArgs, GpuQueryDefaultsToCsvWithHeaderAndUnits) {
 }
 
 TEST(QueryArgs, SpaceSeparatedValuesToo) {
-  auto r = parse({"--query-gpu", "index", "--format", "json"});
+  auto r = parse_query({"--query-gpu", "index", "--format", "json"});
   ASSERT_TRUE(r.has_value());
   EXPECT_TRUE(r->json);
 }
 
 TEST(QueryArgs, CsvModifiersInAnyOrder) {
-  auto r = parse({"--query-gpu=index", "--format=nounits,csv,noheader"});
+  auto r = parse_query({"--query-gpu=index", "--format=nounits,csv,noheader"});
   ASSERT_TRUE(r.has_value());
   EXPECT_FALSE(r->csv.header);
   EXPECT_FALSE(r->csv.units);
 }
 
 TEST(QueryArgs, JsonTakesNoCsvModifiers) {
-  expect_usage(parse({"--query-gpu=index", "--format=json,noheader"}), "noheader and nounits apply to --format=csv only");
+  expect_usage(parse_query({"--query-gpu=index", "--format=json,noheader"}), "noheader and nounits apply to --format=csv only");
 }
 
 TEST(QueryArgs, FormatMustNameCsvOrJson) {
-  expect_usage(parse({"--query-gpu=index", "--format=noheader"}), "--format 'noheader' must name one of csv or json");
-  expect_usage(parse({"--query-gpu=index", "--format=csv,xml"}),
+  expect_usage(parse_query({"--query-gpu=index", "--format=noheader"}), "--format 'noheader' must name one of csv or json");
+  expect_usage(parse_query({"--query-gpu=index", "--format=csv,xml"}),
                "unknown format 'xml' in --format (csv[,noheader][,nounits] or json)");
 }
 
 TEST(QueryArgs, UnknownGpuFieldIsNamed) {
-  expect_usage(parse({"--query-gpu=index,temprature.gpu"}), "unknown field 'temprature.gpu' in --query-gpu");
-  expect_usage(parse({"--query-gpu=index,"}), "empty field name in --query-gpu");
+  expect_usage(parse_query({"--query-gpu=index,temprature.gpu"}), "unknown field 'temprature.gpu' in --query-gpu");
+  expect_usage(parse_query({"--query-gpu=index,"}), "empty field name in --query-gpu");
 }
 
 TEST(QueryArgs, ComputeApps) {
-  auto r = parse({"--query-compute-apps=pid,process_name,used_memory,gpu_uuid,gpu_bus_id"});
+  auto r = parse_query({"--query-compute-apps=pid,process_name,used_memory,gpu_uuid,gpu_bus_id"});
   ASSERT_TRUE(r.has_value());
   EXPECT_TRUE(r->apps);
   EXPECT_EQ(r->app_columns.size(), 5u);
-  expect_usage(parse({"--query-compute-apps=pid,name"}), "unknown field 'name' in --query-compute-apps");
+  expect_usage(parse_query({"--query-compute-apps=pid,name"}), "unknown field 'name' in --query-compute-apps");
 }
 
 TEST(QueryArgs, ExactlyOneQuery) {
-  expect_usage(parse({}), "query needs --query-gpu=NAMES or --query-compute-apps=NAMES");
-  expect_usage(parse({"--query-gpu=index", "--query-compute-apps=pid"}),
+  expect_usage(parse_query({}), "query needs --query-gpu=NAMES or --query-compute-apps=NAMES");
+  expect_usage(parse_query({"--query-gpu=index", "--query-compute-apps=pid"}),
                "--query-gpu and --query-compute-apps cannot be combined");
 }
 
 TEST(QueryArgs, LoopSeconds) {
-  auto r = parse({"--query-gpu=index", "-l", "5"});
+  auto r = parse_query({"--query-gpu=index", "-l", "5"});
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->loop, 5000ms);
-  auto l = parse({"--query-gpu=index", "--loop=2"});
+  auto l = parse_query({"--query-gpu=index", "--loop=2"});
   ASSERT_TRUE(l.has_value());
   EXPECT_EQ(l->loop, 2000ms);
 }
@@ -81,38 +81,38 @@ TEST(QueryArgs, LoopMillisecondsNvidiaSmiSpelling) {
   for (auto args : {std::vector<std::string>{"--query-gpu=index", "-lms", "250"},
                     std::vector<std::string>{"--query-gpu=index", "-lms=250"},
                     std::vector<std::string>{"--query-gpu=index", "--loop-ms", "250"}}) {
-    auto r = parse(args);
+    auto r = parse_query(args);
     ASSERT_TRUE(r.has_value()) << args[1];
     EXPECT_EQ(r->loop, 250ms);
   }
 }
 
 TEST(QueryArgs, BadLoopValues) {
-  expect_usage(parse({"--query-gpu=index", "-l", "0"}), "invalid value '0' for -l (a whole number of seconds > 0)");
-  expect_usage(parse({"--query-gpu=index", "-l", "abc"}), "invalid value 'abc' for -l (a whole number of seconds > 0)");
-  expect_usage(parse({"--query-gpu=index", "-l", "1.5"}), "invalid value '1.5' for -l (a whole number of seconds > 0)");
-  expect_usage(parse({"--query-gpu=index", "-lms", "-5"}),
+  expect_usage(parse_query({"--query-gpu=index", "-l", "0"}), "invalid value '0' for -l (a whole number of seconds > 0)");
+  expect_usage(parse_query({"--query-gpu=index", "-l", "abc"}), "invalid value 'abc' for -l (a whole number of seconds > 0)");
+  expect_usage(parse_query({"--query-gpu=index", "-l", "1.5"}), "invalid value '1.5' for -l (a whole number of seconds > 0)");
+  expect_usage(parse_query({"--query-gpu=index", "-lms", "-5"}),
                "invalid value '-5' for -lms (a whole number of milliseconds > 0)");
-  expect_usage(parse({"--query-gpu=index", "-l", "1", "-lms", "5"}), "-l and -lms cannot be combined");
+  expect_usage(parse_query({"--query-gpu=index", "-l", "1", "-lms", "5"}), "-l and -lms cannot be combined");
 }
 
 TEST(QueryArgs, GpuIdsAreKeptForLater) {
-  auto r = parse({"--query-gpu=index", "-i", "0,GPU-abc,0000:18:00.0"});
+  auto r = parse_query({"--query-gpu=index", "-i", "0,GPU-abc,0000:18:00.0"});
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->ids, "0,GPU-abc,0000:18:00.0");
-  expect_usage(parse({"--query-gpu=index", "-i", "0,,1"}), "empty GPU id in -i");
-  expect_usage(parse({"--query-gpu=index", "-i", ""}), "empty GPU id in -i");
+  expect_usage(parse_query({"--query-gpu=index", "-i", "0,,1"}), "empty GPU id in -i");
+  expect_usage(parse_query({"--query-gpu=index", "-i", ""}), "empty GPU id in -i");
 }
 
 TEST(QueryArgs, HelpIsNotAnError) {
-  auto r = parse({"--help"});
+  auto r = parse_query({"--help"});
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().code, 0);
   EXPECT_NE(r.error().text.find("temperature.gpu"), std::string::npos);
 }
 
 TEST(QueryArgs, StrayPositionalIsRejected) {
-  auto r = parse({"--query-gpu=index", "extra"});
+  auto r = parse_query({"--query-gpu=index", "extra"});
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().code, 2);
   EXPECT_NE(r.error().text.find("extra"), std::string::npos);

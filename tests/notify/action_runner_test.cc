@@ -15,13 +15,14 @@
 namespace gpuscope::notify {
 namespace {
 
+using testing::kT0;
+
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using testing::eventually;
 using testing::LogCapture;
 using testing::n_alert;
 
-constexpr std::int64_t kT0 = 1'714'564'800'000;
 constexpr std::int64_t kFar = kT0 + 24 * 3'600'000;
 
 class ActionRunnerTest : public ::testing::Test {

@@ -20,11 +20,12 @@
 namespace gpuscope::notify {
 namespace {
 
+using testing::kAlertmanager;
+
 using namespace std::chrono_literals;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-constexpr const char* kAlertmanager = "/usr/bin/prometheus-alertmanager";
 
 // GPU 1 falls off the bus at 3s for 4s, and again at 14s for 4s (scenario time counts from nvmlInit).
 constexpr const char* kScenario = R"(description: GPU 1 lost twice

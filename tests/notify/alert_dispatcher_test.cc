@@ -14,7 +14,7 @@ namespace {
 using testing::n_alert;
 
 constexpr std::int64_t kS = 1000;
-constexpr std::int64_t kFar = 1'000'000 * kS;  // a valid_until far beyond every test
+constexpr std::int64_t kFarFuture = 1'000'000 * kS;  // a valid_until far beyond every test
 
 std::shared_ptr<const NotifyConfig> config_of(std::string_view yaml) {
   auto parsed = parse_notify_config(yaml, "test.yml", [](const std::string&) { return std::nullopt; });
@@ -36,7 +36,7 @@ receivers:
     slack_configs: [{api_url: 'http://127.0.0.1:1/slack'}]
 )";
 
-NotificationAlert hot(std::string gpu, std::int64_t starts, std::int64_t ends = kFar) {
+NotificationAlert hot(std::string gpu, std::int64_t starts, std::int64_t ends = kFarFuture) {
   return n_alert({{"alertname", "GpuHot"}, {"gpu", std::move(gpu)}}, starts, ends);
 }
 
@@ -160,7 +160,7 @@ TEST(AlertDispatcher, GroupByEveryLabelOrNoLabel) {
   AlertDispatcher none(config_of("route: {receiver: r, group_wait: 0s}\n"
                                  "receivers: [{name: r, webhook_configs: [{url: 'http://h/x'}]}]\n"),
                        "");
-  none.add({hot("0", 0), n_alert({{"alertname", "Other"}}, 0, kFar)}, 0);
+  none.add({hot("0", 0), n_alert({{"alertname", "Other"}}, 0, kFarFuture)}, 0);
   EXPECT_EQ(none.group_count(), 1u);
   auto one = none.tick(0);
   ASSERT_EQ(one.size(), 1u);
@@ -215,8 +215,8 @@ TEST(RouteSelection, NestedRoutesMatchersAndContinue) {
 
 TEST(RouteSelection, EachMatchedRouteGroupsWithItsOwnKeyAndGroupBy) {
   AlertDispatcher d(config_of(kRouting), "");
-  d.add({n_alert({{"alertname", "Hot"}, {"gpu", "0"}, {"severity", "critical"}}, 0, kFar),
-         n_alert({{"alertname", "Hot"}, {"gpu", "1"}, {"severity", "critical"}}, 0, kFar)},
+  d.add({n_alert({{"alertname", "Hot"}, {"gpu", "0"}, {"severity", "critical"}}, 0, kFarFuture),
+         n_alert({{"alertname", "Hot"}, {"gpu", "1"}, {"severity", "critical"}}, 0, kFarFuture)},
         0);
   auto sent = d.tick(0);
   std::map<std::string, std::vector<std::string>> by_receiver;

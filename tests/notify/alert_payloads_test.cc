@@ -7,10 +7,11 @@
 namespace gpuscope::notify {
 namespace {
 
+using testing::kT0;
+
 using nlohmann::json;
 using testing::n_alert;
 
-constexpr std::int64_t kT0 = 1'714'564'800'000;  // 2024-05-01T12:00:00Z
 
 Notification two_firing_one_resolved() {
   Notification n;

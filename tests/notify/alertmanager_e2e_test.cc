@@ -18,11 +18,12 @@
 namespace gpuscope::notify {
 namespace {
 
+using testing::kAlertmanager;
+
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-constexpr const char* kAlertmanager = "/usr/bin/prometheus-alertmanager";
 
 std::int64_t wall_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();

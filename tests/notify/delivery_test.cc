@@ -18,6 +18,8 @@
 namespace gpuscope::notify {
 namespace {
 
+using testing::kT0;
+
 using namespace std::chrono_literals;
 using nlohmann::json;
 using testing::eventually;
@@ -26,7 +28,6 @@ using testing::LogCapture;
 using testing::RecordingReceiver;
 using testing::resolved_alert;
 
-constexpr std::int64_t kT0 = 1'714'564'800'000;
 
 NotifyConfig config_of(const std::string& yaml) {
   auto parsed = parse_notify_config(yaml, "test.yml", [](const std::string&) { return std::nullopt; });

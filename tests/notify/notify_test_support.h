@@ -23,6 +23,10 @@
 
 namespace gpuscope::notify::testing {
 
+// A fixed wall-clock time for alerts (2024-05-01T12:00:00Z), and Debian's Alertmanager.
+inline constexpr std::int64_t kT0 = 1'714'564'800'000;
+inline constexpr const char* kAlertmanager = "/usr/bin/prometheus-alertmanager";
+
 using namespace std::chrono_literals;
 
 // A thread-safe string sink for the logger (sender threads log while the test reads).

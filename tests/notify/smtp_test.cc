@@ -17,13 +17,14 @@
 namespace gpuscope::notify {
 namespace {
 
+using testing::kT0;
+
 using namespace std::chrono_literals;
 using testing::SmtpSink;
 using testing::eventually;
 using testing::firing_alert;
 using testing::LogCapture;
 
-constexpr std::int64_t kT0 = 1'714'564'800'000;
 
 
 std::unique_ptr<Notifier> email_notifier(const std::string& smarthost, LogCapture& logs, const std::string& extra = "") {

@@ -10,7 +10,7 @@
 namespace gpuscope::rules {
 namespace {
 
-constexpr std::int64_t kMin = 60'000;
+constexpr std::int64_t kMinute = 60'000;
 
 RuleGroupDefinition group_of(std::string_view yaml) {
   auto file = parse_rule_file(yaml, "t.yml");
@@ -37,7 +37,7 @@ class AlertingRuleTest : public ::testing::Test {
   // temp{gpu="0"}: one sample a minute, as given.
   void load_temperature(const std::vector<double>& per_minute) {
     for (std::size_t i = 0; i < per_minute.size(); ++i) {
-      data_.add(store::Labels{{"__name__", "temp"}, {"gpu", "0"}}, static_cast<std::int64_t>(i) * kMin, per_minute[i]);
+      data_.add(store::Labels{{"__name__", "temp"}, {"gpu", "0"}}, static_cast<std::int64_t>(i) * kMinute, per_minute[i]);
     }
   }
   EvaluationContext ctx() {
@@ -80,25 +80,25 @@ TEST_F(AlertingRuleTest, PendingThenFiringAfterForThenResolved) {
                         ::testing::AllOf(::testing::Field(&RuleSample::labels, alerts_series), ::testing::Field(&RuleSample::value, 1.0)),
                         ::testing::AllOf(::testing::Field(&RuleSample::labels, for_state), ::testing::Field(&RuleSample::value, 0.0))));
 
-  ASSERT_TRUE(r.evaluate(ctx(), 1 * kMin, 0));
+  ASSERT_TRUE(r.evaluate(ctx(), 1 * kMinute, 0));
   EXPECT_EQ(r.alerts()[0].state, AlertState::kPending);
   EXPECT_EQ(r.alerts()[0].annotations.get("summary"), "GPU 0 at 91 in c1");  // refreshed each time
-  auto at2 = r.evaluate(ctx(), 2 * kMin, 0);
+  auto at2 = r.evaluate(ctx(), 2 * kMinute, 0);
   ASSERT_TRUE(at2);
   EXPECT_EQ(r.alerts()[0].state, AlertState::kFiring);
-  EXPECT_EQ(r.alerts()[0].fired_at_ms, 2 * kMin);
+  EXPECT_EQ(r.alerts()[0].fired_at_ms, 2 * kMinute);
   EXPECT_EQ(r.alerts()[0].active_at_ms, 0);
   EXPECT_EQ(r.alerts()[0].value, 92);
 
-  auto at3 = r.evaluate(ctx(), 3 * kMin, 0);
+  auto at3 = r.evaluate(ctx(), 3 * kMinute, 0);
   ASSERT_TRUE(at3);
   EXPECT_TRUE(at3->empty());  // no ALERTS sample for a resolved alert
   ASSERT_EQ(r.alerts().size(), 1u);  // kept for the resolved retention
   EXPECT_EQ(r.alerts()[0].state, AlertState::kInactive);
-  EXPECT_EQ(r.alerts()[0].resolved_at_ms, 3 * kMin);
-  ASSERT_TRUE(r.evaluate(ctx(), 3 * kMin + kResolvedRetentionMs, 0));
+  EXPECT_EQ(r.alerts()[0].resolved_at_ms, 3 * kMinute);
+  ASSERT_TRUE(r.evaluate(ctx(), 3 * kMinute + kResolvedRetentionMs, 0));
   EXPECT_EQ(r.alerts().size(), 1u);
-  ASSERT_TRUE(r.evaluate(ctx(), 3 * kMin + kResolvedRetentionMs + 1, 0));
+  ASSERT_TRUE(r.evaluate(ctx(), 3 * kMinute + kResolvedRetentionMs + 1, 0));
   EXPECT_TRUE(r.alerts().empty());
 }
 
@@ -106,11 +106,11 @@ TEST_F(AlertingRuleTest, PendingAlertThatGoesAwayIsForgotten) {
   load_temperature({90, 80, 90, 90});
   AlertingRule r = rule();
   ASSERT_TRUE(r.evaluate(ctx(), 0, 0));
-  ASSERT_TRUE(r.evaluate(ctx(), kMin, 0));
+  ASSERT_TRUE(r.evaluate(ctx(), kMinute, 0));
   EXPECT_TRUE(r.alerts().empty());
-  ASSERT_TRUE(r.evaluate(ctx(), 2 * kMin, 0));
-  EXPECT_EQ(r.alerts()[0].active_at_ms, 2 * kMin);  // `for` starts again
-  ASSERT_TRUE(r.evaluate(ctx(), 3 * kMin, 0));
+  ASSERT_TRUE(r.evaluate(ctx(), 2 * kMinute, 0));
+  EXPECT_EQ(r.alerts()[0].active_at_ms, 2 * kMinute);  // `for` starts again
+  ASSERT_TRUE(r.evaluate(ctx(), 3 * kMinute, 0));
   EXPECT_EQ(r.alerts()[0].state, AlertState::kPending);
 }
 
@@ -125,16 +125,16 @@ TEST_F(AlertingRuleTest, ZeroForFiresAtOnce) {
 TEST_F(AlertingRuleTest, KeepFiringForHoldsAFiringAlert) {
   load_temperature({90, 90, 90, 80, 80, 80, 80});
   AlertingRule r = rule("    keep_firing_for: 2m\n");
-  for (int m = 0; m <= 2; ++m) ASSERT_TRUE(r.evaluate(ctx(), m * kMin, 0));
+  for (int m = 0; m <= 2; ++m) ASSERT_TRUE(r.evaluate(ctx(), m * kMinute, 0));
   EXPECT_EQ(r.alerts()[0].state, AlertState::kFiring);
-  ASSERT_TRUE(r.evaluate(ctx(), 3 * kMin, 0));
+  ASSERT_TRUE(r.evaluate(ctx(), 3 * kMinute, 0));
   EXPECT_EQ(r.alerts()[0].state, AlertState::kFiring);
-  EXPECT_EQ(r.alerts()[0].keep_firing_since_ms, 3 * kMin);
-  ASSERT_TRUE(r.evaluate(ctx(), 4 * kMin, 0));
+  EXPECT_EQ(r.alerts()[0].keep_firing_since_ms, 3 * kMinute);
+  ASSERT_TRUE(r.evaluate(ctx(), 4 * kMinute, 0));
   EXPECT_EQ(r.alerts()[0].state, AlertState::kFiring);
-  ASSERT_TRUE(r.evaluate(ctx(), 5 * kMin, 0));  // 2m since it stopped: resolved
+  ASSERT_TRUE(r.evaluate(ctx(), 5 * kMinute, 0));  // 2m since it stopped: resolved
   EXPECT_EQ(r.alerts()[0].state, AlertState::kInactive);
-  EXPECT_EQ(r.alerts()[0].resolved_at_ms, 5 * kMin);
+  EXPECT_EQ(r.alerts()[0].resolved_at_ms, 5 * kMinute);
 }
 
 TEST_F(AlertingRuleTest, LimitExceededClearsAlerts) {
@@ -162,32 +162,32 @@ TEST_F(AlertingRuleTest, SendsFiringAgainAfterResendDelayAndResolvedOnce) {
   load_temperature({90, 90, 90, 90, 90, 80, 80});
   AlertingRule r = rule();
   ASSERT_TRUE(r.evaluate(ctx(), 0, 0));
-  EXPECT_TRUE(r.take_alerts_to_send(0, kMin, kMin).empty());  // pending is never sent
-  ASSERT_TRUE(r.evaluate(ctx(), 2 * kMin, 0));
-  auto sent = r.take_alerts_to_send(2 * kMin, kMin, kMin);
+  EXPECT_TRUE(r.take_alerts_to_send(0, kMinute, kMinute).empty());  // pending is never sent
+  ASSERT_TRUE(r.evaluate(ctx(), 2 * kMinute, 0));
+  auto sent = r.take_alerts_to_send(2 * kMinute, kMinute, kMinute);
   ASSERT_EQ(sent.size(), 1u);
-  EXPECT_EQ(sent[0].valid_until_ms, 2 * kMin + 4 * kMin);
-  ASSERT_TRUE(r.evaluate(ctx(), 3 * kMin, 0));
-  EXPECT_TRUE(r.take_alerts_to_send(3 * kMin, kMin, kMin).empty());  // within the resend delay
-  ASSERT_TRUE(r.evaluate(ctx(), 4 * kMin, 0));
-  EXPECT_EQ(r.take_alerts_to_send(4 * kMin, kMin, kMin).size(), 1u);
-  ASSERT_TRUE(r.evaluate(ctx(), 5 * kMin, 0));
-  sent = r.take_alerts_to_send(5 * kMin, kMin, kMin);
+  EXPECT_EQ(sent[0].valid_until_ms, 2 * kMinute + 4 * kMinute);
+  ASSERT_TRUE(r.evaluate(ctx(), 3 * kMinute, 0));
+  EXPECT_TRUE(r.take_alerts_to_send(3 * kMinute, kMinute, kMinute).empty());  // within the resend delay
+  ASSERT_TRUE(r.evaluate(ctx(), 4 * kMinute, 0));
+  EXPECT_EQ(r.take_alerts_to_send(4 * kMinute, kMinute, kMinute).size(), 1u);
+  ASSERT_TRUE(r.evaluate(ctx(), 5 * kMinute, 0));
+  sent = r.take_alerts_to_send(5 * kMinute, kMinute, kMinute);
   ASSERT_EQ(sent.size(), 1u);
   EXPECT_EQ(sent[0].state, AlertState::kInactive);
-  EXPECT_EQ(sent[0].resolved_at_ms, 5 * kMin);
-  ASSERT_TRUE(r.evaluate(ctx(), 6 * kMin, 0));
-  EXPECT_TRUE(r.take_alerts_to_send(6 * kMin, kMin, kMin).empty());
+  EXPECT_EQ(sent[0].resolved_at_ms, 5 * kMinute);
+  ASSERT_TRUE(r.evaluate(ctx(), 6 * kMinute, 0));
+  EXPECT_TRUE(r.take_alerts_to_send(6 * kMinute, kMinute, kMinute).empty());
 }
 
 TEST_F(AlertingRuleTest, RestoredAlertKeepsItsForProgress) {
   load_temperature({90, 90, 90});
   AlertingRule before = rule();
   ASSERT_TRUE(before.evaluate(ctx(), 0, 0));
-  ASSERT_TRUE(before.evaluate(ctx(), kMin, 0));
+  ASSERT_TRUE(before.evaluate(ctx(), kMinute, 0));
   AlertingRule after = rule();
   after.restore(before.alerts());
-  ASSERT_TRUE(after.evaluate(ctx(), 2 * kMin, 0));
+  ASSERT_TRUE(after.evaluate(ctx(), 2 * kMinute, 0));
   EXPECT_EQ(after.alerts()[0].state, AlertState::kFiring);
   EXPECT_EQ(after.alerts()[0].active_at_ms, 0);
 }
@@ -198,7 +198,7 @@ TEST(RuleGroupTest, LaterRulesSeeEarlierOutputAndEndedSeriesGoStale) {
   const store::Labels a1{{"__name__", "util"}, {"gpu", "1"}};
   data.add(a0, 0, 10);
   data.add(a1, 0, 30);
-  data.add(a0, kMin, 10);  // gpu 1 stops reporting
+  data.add(a0, kMinute, 10);  // gpu 1 stops reporting
   RuleGroup group(group_of(R"(groups:
 - name: g
   labels: {source: pack}
@@ -208,8 +208,8 @@ TEST(RuleGroupTest, LaterRulesSeeEarlierOutputAndEndedSeriesGoStale) {
   - alert: Busy
     expr: gpu:util:x2 > 50
 )"),
-                  kMin);
-  EXPECT_EQ(group.interval_ms(), kMin);
+                  kMinute);
+  EXPECT_EQ(group.interval_ms(), kMinute);
   promql::Engine engine;
   EvaluationContext ctx;
   ctx.engine = &engine;
@@ -224,8 +224,8 @@ TEST(RuleGroupTest, LaterRulesSeeEarlierOutputAndEndedSeriesGoStale) {
 
   out.writes.clear();
   // util{gpu="1"} is still within the lookback at 1m, so make it end: a stale marker at 1m.
-  data.add(a1, kMin, store::stale_marker());
-  EXPECT_EQ(group.evaluate(ctx, out, kMin), 0u);
+  data.add(a1, kMinute, store::stale_marker());
+  EXPECT_EQ(group.evaluate(ctx, out, kMinute), 0u);
   bool stale_written = false;
   for (const RuleSample& w : out.writes) {
     if (w.labels.get("__name__") == "gpu:util:x2" && w.labels.get("gpu") == "1") stale_written = store::is_stale_marker(w.value);
@@ -245,7 +245,7 @@ TEST(RuleGroupTest, AFailingRuleIsMarkedAndTheOthersStillRun) {
   - record: fine
     expr: x
 )"),
-                  kMin);
+                  kMinute);
   promql::Engine engine;
   EvaluationContext ctx{&engine, &data, {}, ""};
   SetAppender out(data);

@@ -8,11 +8,13 @@
 #include <vector>
 
 #include "store/series_set.h"
+#include "store_test_support.h"
 
 namespace gpuscope::store {
 namespace {
 
-constexpr std::int64_t kT0 = 1767225600000;  // 2026-01-01, ms
+using testing::kT0;
+using testing::select_all;
 
 Labels gpu_series(std::string_view name, int gpu) {
   return Labels{{"__name__", std::string(name)}, {"gpu", std::to_string(gpu)}, {"Hostname", "node1"}};
@@ -20,12 +22,6 @@ Labels gpu_series(std::string_view name, int gpu) {
 
 LabelMatcher matcher(LabelMatcher::Op op, std::string name, std::string value) {
   return *LabelMatcher::make(op, std::move(name), std::move(value));
-}
-
-std::vector<SeriesSamples> select_all(const Queryable& q, std::int64_t mint = INT64_MIN, std::int64_t maxt = INT64_MAX) {
-  auto r = q.select({}, mint, maxt);
-  EXPECT_TRUE(r.has_value());
-  return r ? *r : std::vector<SeriesSamples>{};
 }
 
 TEST(Head, SelectsByMatchersAndInclusiveRangeSortedByLabels) {

@@ -9,10 +9,21 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "store/head.h"
+#include "store/queryable.h"
 #include "store/labels.h"
 
 namespace gpuscope::store::testing {
+
+// Every series of `q` with its samples in [mint, maxt].
+inline std::vector<SeriesSamples> select_all(const Queryable& q, std::int64_t mint = INT64_MIN,
+                                             std::int64_t maxt = INT64_MAX) {
+  auto r = q.select({}, mint, maxt);
+  EXPECT_TRUE(r) << r.error();
+  return r ? *r : std::vector<SeriesSamples>{};
+}
 
 inline constexpr std::int64_t kT0 = 1767225600000;  // 2026-01-01, ms
 

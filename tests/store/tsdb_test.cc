@@ -16,6 +16,7 @@ namespace gpuscope::store {
 namespace {
 
 using testing::kT0;
+using testing::select_all;
 using testing::reading_of;
 using testing::series_labels;
 using testing::series_value;
@@ -33,12 +34,6 @@ std::unique_ptr<Tsdb> open_tsdb(TsdbOptions o, std::int64_t now_ms) {
   auto t = Tsdb::open(std::move(o), now_ms);
   EXPECT_TRUE(t) << t.error();
   return t ? std::move(*t) : nullptr;
-}
-
-std::vector<SeriesSamples> select_all(const Queryable& q, std::int64_t mint = INT64_MIN, std::int64_t maxt = INT64_MAX) {
-  auto r = q.select({}, mint, maxt);
-  EXPECT_TRUE(r) << r.error();
-  return r ? *r : std::vector<SeriesSamples>{};
 }
 
 // Every sample of a testing:: series holds its expected value, at 1 s steps from `from` to `to`.
