@@ -61,13 +61,28 @@ class JsonStructureScanner {
   // Brackets outside strings in the 64 bytes at p, updating the carried string/escape state.
   BlockMasks classify(const char* p);
 
+  // Calls `on_block(block, position, masks)` for each 64-byte block of data[begin, end), the last one
+  // only when `final`; on_block returns kGoOn, or where scanning stopped, which is then returned.
+  // Otherwise returns the first byte not scanned.
+  static constexpr std::size_t kGoOn = static_cast<std::size_t>(-1);
+  template <typename OnBlock>
+  std::size_t for_each_block(const char* data, std::size_t begin, std::size_t end, bool final, OnBlock&& on_block);
+
+  // One past the bracket at `position`, where a caller stopped: a bracket is outside any string and not
+  // escaped, so the state right after it is clean.
+  std::size_t stopped_after(std::size_t position) {
+    in_string_ = 0;
+    escape_carry_ = 0;
+    return position + 1;
+  }
+
   std::uint64_t in_string_ = 0;     // all ones when the previous block ended inside a string
   std::uint64_t escape_carry_ = 0;  // 1 when the previous block ended with an unescaped backslash
 };
 
-template <typename Visit>
-std::size_t JsonStructureScanner::scan_top_level(const char* data, std::size_t begin, std::size_t end, bool final,
-                                                 std::int64_t& depth, Visit&& visit) {
+template <typename OnBlock>
+std::size_t JsonStructureScanner::for_each_block(const char* data, std::size_t begin, std::size_t end, bool final,
+                                                 OnBlock&& on_block) {
   std::size_t pos = begin;
   char tail[64];
   while (pos < end) {
@@ -75,16 +90,38 @@ std::size_t JsonStructureScanner::scan_top_level(const char* data, std::size_t b
     const std::size_t available = end - pos;
     if (available < 64) {
       if (!final) return pos;
+      // The last bytes, padded with spaces (which mean nothing to the scan).
       for (std::size_t i = 0; i < 64; ++i) tail[i] = i < available ? data[pos + i] : ' ';
       block = tail;
     }
-    const BlockMasks masks = classify(block);
-    const std::size_t step = available < 64 ? available : 64;
+    if (const std::size_t stop = on_block(block, pos, classify(block)); stop != kGoOn) return stop;
+    pos += available < 64 ? available : 64;
+  }
+  return pos;
+}
+
+template <typename Visit>
+std::size_t JsonStructureScanner::scan(const char* data, std::size_t begin, std::size_t end, bool final,
+                                       Visit&& visit) {
+  return for_each_block(data, begin, end, final, [&](const char* block, std::size_t pos, const BlockMasks& masks) {
+    std::uint64_t brackets = masks.open | masks.close;
+    while (brackets != 0) {
+      const int bit = __builtin_ctzll(brackets);
+      brackets &= brackets - 1;
+      if (visit(JsonBracket{pos + static_cast<std::size_t>(bit), block[bit]})) return stopped_after(pos + static_cast<std::size_t>(bit));
+    }
+    return kGoOn;
+  });
+}
+
+template <typename Visit>
+std::size_t JsonStructureScanner::scan_top_level(const char* data, std::size_t begin, std::size_t end, bool final,
+                                                 std::int64_t& depth, Visit&& visit) {
+  return for_each_block(data, begin, end, final, [&](const char* block, std::size_t pos, const BlockMasks& masks) {
     if (depth > masks.closes) {
       // Even if every closing bracket came first, the depth would stay above 0.
       depth += masks.opens - masks.closes;
-      pos += step;
-      continue;
+      return kGoOn;
     }
     std::uint64_t brackets = masks.open | masks.close;
     while (brackets != 0) {
@@ -100,46 +137,10 @@ std::size_t JsonStructureScanner::scan_top_level(const char* data, std::size_t b
         if (--depth != 0) continue;
         crossing = Crossing::kClose;
       }
-      if (visit(JsonBracket{pos + static_cast<std::size_t>(bit), block[bit]}, crossing)) {
-        in_string_ = 0;
-        escape_carry_ = 0;
-        return pos + static_cast<std::size_t>(bit) + 1;
-      }
+      if (visit(JsonBracket{pos + static_cast<std::size_t>(bit), block[bit]}, crossing)) return stopped_after(pos + static_cast<std::size_t>(bit));
     }
-    pos += step;
-  }
-  return pos;
-}
-
-template <typename Visit>
-std::size_t JsonStructureScanner::scan(const char* data, std::size_t begin, std::size_t end, bool final,
-                                       Visit&& visit) {
-  std::size_t pos = begin;
-  char tail[64];
-  while (pos < end) {
-    const char* block = data + pos;
-    const std::size_t available = end - pos;
-    if (available < 64) {
-      if (!final) return pos;
-      // The last bytes, padded with spaces (which mean nothing to the scan).
-      for (std::size_t i = 0; i < 64; ++i) tail[i] = i < available ? data[pos + i] : ' ';
-      block = tail;
-    }
-    const BlockMasks masks = classify(block);
-    std::uint64_t brackets = masks.open | masks.close;
-    while (brackets != 0) {
-      const int bit = __builtin_ctzll(brackets);
-      brackets &= brackets - 1;
-      if (visit(JsonBracket{pos + static_cast<std::size_t>(bit), block[bit]})) {
-        // A bracket is outside any string and is not escaped: the state right after it is clean.
-        in_string_ = 0;
-        escape_carry_ = 0;
-        return pos + static_cast<std::size_t>(bit) + 1;
-      }
-    }
-    pos += available < 64 ? available : 64;
-  }
-  return pos;
+    return kGoOn;
+  });
 }
 
 }  // namespace gpuscope::trace
