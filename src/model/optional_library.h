@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <mutex>
 #include <string>
+#include <utility>
 
 namespace gpuscope::model {
 
@@ -21,7 +22,7 @@ class OptionalLibrary {
     std::string why;
     for (const char* soname : sonames) {
       if (void* handle = ::dlopen(soname, RTLD_NOW | RTLD_LOCAL)) return OptionalLibrary(handle, what);
-      if (why.empty()) why = ::dlerror();
+      if (const char* error = ::dlerror(); why.empty() && error != nullptr) why = error;
     }
     return std::unexpected(what + " is not installed (" + why + ")");
   }

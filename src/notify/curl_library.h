@@ -1,6 +1,6 @@
 // libcurl, opened with dlopen the first time something sends rather than linked: libcurl and what it
-// pulls in (OpenSSL, GnuTLS, Kerberos, LDAP, SSH, ...) cost every gpuscope process about 7 ms of
-// start-up and 4 MiB resident, and only notifications and `gpuscope eval --url` use it. The agent
+// pulls in (OpenSSL, GnuTLS, Kerberos, LDAP, SSH, ...) cost a program that links it about 7 ms of
+// start-up and 6 MiB resident, and only notifications and `gpuscope eval --url` use it. The agent
 // without --config and `gpuscope trace` never load it. Types and constants come from <curl/curl.h>.
 #pragma once
 

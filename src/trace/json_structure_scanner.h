@@ -108,7 +108,8 @@ std::size_t JsonStructureScanner::scan(const char* data, std::size_t begin, std:
     while (brackets != 0) {
       const int bit = __builtin_ctzll(brackets);
       brackets &= brackets - 1;
-      if (visit(JsonBracket{pos + static_cast<std::size_t>(bit), block[bit]})) return stopped_after(pos + static_cast<std::size_t>(bit));
+      const std::size_t at = pos + static_cast<std::size_t>(bit);
+      if (visit(JsonBracket{at, block[bit]})) return stopped_after(at);
     }
     return kGoOn;
   });
@@ -137,7 +138,8 @@ std::size_t JsonStructureScanner::scan_top_level(const char* data, std::size_t b
         if (--depth != 0) continue;
         crossing = Crossing::kClose;
       }
-      if (visit(JsonBracket{pos + static_cast<std::size_t>(bit), block[bit]}, crossing)) return stopped_after(pos + static_cast<std::size_t>(bit));
+      const std::size_t at = pos + static_cast<std::size_t>(bit);
+      if (visit(JsonBracket{at, block[bit]}, crossing)) return stopped_after(at);
     }
     return kGoOn;
   });
