@@ -48,7 +48,7 @@ inline BlockMasks outside_strings(std::uint64_t quotes_prefix_xor, std::uint64_t
 
 // '[' and ']' differ from '{' and '}' only in bit 0x20, so OR-ing it in finds both kinds with one
 // compare each; no other byte maps onto '{' or '}' that way.
-BlockMasks classify_generic(const char* p, std::uint64_t& in_string, std::uint64_t& escape_carry) {
+inline BlockMasks classify_generic(const char* p, std::uint64_t& in_string, std::uint64_t& escape_carry) {
   std::uint64_t quote = 0, backslash = 0, open = 0, close = 0;
 #if defined(__SSE2__)
   const __m128i quote_v = _mm_set1_epi8('"');
@@ -98,8 +98,8 @@ __attribute__((target("avx2"))) inline std::uint64_t bits(__m256i eq_lo, __m256i
 
 // The same with AVX2 (two 32-byte halves), a carry-less multiply by all ones for the prefix XOR and the
 // POPCNT instruction, chosen at run time so the binary still runs on CPUs without them.
-__attribute__((target("avx2,pclmul,popcnt"))) BlockMasks classify_avx2(const char* p, std::uint64_t& in_string,
-                                                                       std::uint64_t& escape_carry) {
+__attribute__((target("avx2,pclmul,popcnt"))) inline BlockMasks classify_avx2(const char* p, std::uint64_t& in_string,
+                                                                              std::uint64_t& escape_carry) {
   const __m256i quote_v = _mm256_set1_epi8('"');
   const __m256i backslash_v = _mm256_set1_epi8('\\');
   const __m256i open_v = _mm256_set1_epi8('{');
@@ -119,20 +119,49 @@ __attribute__((target("avx2,pclmul,popcnt"))) BlockMasks classify_avx2(const cha
       _mm_clmulepi64_si128(_mm_set_epi64x(0, static_cast<long long>(quotes)), _mm_set1_epi8(-1), 0);
   return outside_strings(static_cast<std::uint64_t>(_mm_cvtsi128_si64(product)), open, close, in_string);
 }
-
-using Classify = BlockMasks (*)(const char*, std::uint64_t&, std::uint64_t&);
-const Classify kClassify =
-    __builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("popcnt")
-        ? classify_avx2
-        : classify_generic;
-#else
-constexpr auto kClassify = classify_generic;
 #endif
+
+// A run of blocks with one instruction set: the per-block function is inlined into the loop.
+void classify_run_generic(const char* p, std::size_t count, BlockMasks* masks, std::uint64_t& in_string,
+                          std::uint64_t& escape_carry) {
+  for (std::size_t i = 0; i < count; ++i) masks[i] = classify_generic(p + 64 * i, in_string, escape_carry);
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,pclmul,popcnt"))) void classify_run_avx2(const char* p, std::size_t count,
+                                                                      BlockMasks* masks, std::uint64_t& in_string,
+                                                                      std::uint64_t& escape_carry) {
+  std::uint64_t string_state = in_string, carry = escape_carry;  // in registers across the run
+  for (std::size_t i = 0; i < count; ++i) masks[i] = classify_avx2(p + 64 * i, string_state, carry);
+  in_string = string_state;
+  escape_carry = carry;
+}
+
+bool has_avx2() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("popcnt");
+}
+#else
+bool has_avx2() { return false; }
+#endif
+
+using ClassifyRun = void (*)(const char*, std::size_t, BlockMasks*, std::uint64_t&, std::uint64_t&);
+ClassifyRun choose_classify_run(bool allow_avx2) {
+#if defined(__x86_64__)
+  if (allow_avx2 && has_avx2()) return classify_run_avx2;
+#endif
+  return classify_run_generic;
+}
+ClassifyRun classify_run = choose_classify_run(true);
 
 }  // namespace
 
-JsonStructureScanner::BlockMasks JsonStructureScanner::classify(const char* p) {
-  return kClassify(p, in_string_, escape_carry_);
+void JsonStructureScanner::classify(const char* p, std::size_t count, BlockMasks* masks) {
+  classify_run(p, count, masks, in_string_, escape_carry_);
+}
+
+bool JsonStructureScanner::use_avx2(bool allowed) {
+  classify_run = choose_classify_run(allowed);
+  return allowed && has_avx2();
 }
 
 }  // namespace gpuscope::trace

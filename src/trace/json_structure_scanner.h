@@ -3,6 +3,7 @@
 // without parsing them (simdjson then parses whole events only).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -46,6 +47,10 @@ class JsonStructureScanner {
   std::size_t scan_top_level(const char* data, std::size_t begin, std::size_t end, bool final, std::int64_t& depth,
                              Visit&& visit);
 
+  // Tests: classify with the SSE2 (or plain C++) code even where AVX2 is available, or go back to the
+  // run-time choice. Returns whether AVX2 is now in use. Not thread-safe: the choice is process-wide.
+  static bool use_avx2(bool allowed);
+
   // True when the last block ended inside a string (an unclosed string at the end of the input).
   bool inside_string() const { return in_string_ != 0; }
 
@@ -58,13 +63,17 @@ class JsonStructureScanner {
   };
 
  private:
-  // Brackets outside strings in the 64 bytes at p, updating the carried string/escape state.
-  BlockMasks classify(const char* p);
+  // Brackets outside strings in `count` consecutive 64-byte blocks at p, into masks[0, count), updating
+  // the carried string/escape state. One call (and one run-time choice of instruction set) covers a run
+  // of blocks: a call per block cost as much as the classification itself.
+  void classify(const char* p, std::size_t count, BlockMasks* masks);
 
   // Calls `on_block(block, position, masks)` for each 64-byte block of data[begin, end), the last one
   // only when `final`; on_block returns kGoOn, or where scanning stopped, which is then returned.
-  // Otherwise returns the first byte not scanned.
+  // Otherwise returns the first byte not scanned. Blocks are classified kRun at a time; a stop discards
+  // the state of the blocks after it, which stopped_after() makes harmless.
   static constexpr std::size_t kGoOn = static_cast<std::size_t>(-1);
+  static constexpr std::size_t kRun = 16;
   template <typename OnBlock>
   std::size_t for_each_block(const char* data, std::size_t begin, std::size_t end, bool final, OnBlock&& on_block);
 
@@ -84,20 +93,22 @@ template <typename OnBlock>
 std::size_t JsonStructureScanner::for_each_block(const char* data, std::size_t begin, std::size_t end, bool final,
                                                  OnBlock&& on_block) {
   std::size_t pos = begin;
-  char tail[64];
-  while (pos < end) {
-    const char* block = data + pos;
-    const std::size_t available = end - pos;
-    if (available < 64) {
-      if (!final) return pos;
-      // The last bytes, padded with spaces (which mean nothing to the scan).
-      for (std::size_t i = 0; i < 64; ++i) tail[i] = i < available ? data[pos + i] : ' ';
-      block = tail;
+  BlockMasks masks[kRun];
+  while (end - pos >= 64) {
+    const std::size_t count = std::min<std::size_t>((end - pos) / 64, kRun);
+    classify(data + pos, count, masks);
+    for (std::size_t i = 0; i < count; ++i, pos += 64) {
+      if (const std::size_t stop = on_block(data + pos, pos, masks[i]); stop != kGoOn) return stop;
     }
-    if (const std::size_t stop = on_block(block, pos, classify(block)); stop != kGoOn) return stop;
-    pos += available < 64 ? available : 64;
   }
-  return pos;
+  if (pos == end || !final) return pos;
+  // The last bytes, padded with spaces (which mean nothing to the scan).
+  char tail[64];
+  const std::size_t available = end - pos;
+  for (std::size_t i = 0; i < 64; ++i) tail[i] = i < available ? data[pos + i] : ' ';
+  classify(tail, 1, masks);
+  if (const std::size_t stop = on_block(tail, pos, masks[0]); stop != kGoOn) return stop;
+  return end;
 }
 
 template <typename Visit>
@@ -118,31 +129,36 @@ std::size_t JsonStructureScanner::scan(const char* data, std::size_t begin, std:
 template <typename Visit>
 std::size_t JsonStructureScanner::scan_top_level(const char* data, std::size_t begin, std::size_t end, bool final,
                                                  std::int64_t& depth, Visit&& visit) {
-  return for_each_block(data, begin, end, final, [&](const char* block, std::size_t pos, const BlockMasks& masks) {
-    if (depth > masks.closes) {
-      // Even if every closing bracket came first, the depth would stay above 0.
-      depth += masks.opens - masks.closes;
-      return kGoOn;
-    }
-    std::uint64_t brackets = masks.open | masks.close;
-    while (brackets != 0) {
-      const int bit = __builtin_ctzll(brackets);
-      brackets &= brackets - 1;
-      Crossing crossing;
-      if ((masks.open >> bit) & 1) {
-        if (depth++ != 0) continue;
-        crossing = Crossing::kOpen;
-      } else if (depth == 0) {
-        crossing = Crossing::kUnmatchedClose;
-      } else {
-        if (--depth != 0) continue;
-        crossing = Crossing::kClose;
-      }
-      const std::size_t at = pos + static_cast<std::size_t>(bit);
-      if (visit(JsonBracket{at, block[bit]}, crossing)) return stopped_after(at);
-    }
-    return kGoOn;
-  });
+  std::int64_t level = depth;  // a local, so it can live in a register between visits
+  const std::size_t result =
+      for_each_block(data, begin, end, final, [&](const char* block, std::size_t pos, const BlockMasks& masks) {
+        if (level > masks.closes) {
+          // Even if every closing bracket came first, the depth would stay above 0.
+          level += masks.opens - masks.closes;
+          return kGoOn;
+        }
+        std::uint64_t brackets = masks.open | masks.close;
+        while (brackets != 0) {
+          const int bit = __builtin_ctzll(brackets);
+          brackets &= brackets - 1;
+          Crossing crossing;
+          if ((masks.open >> bit) & 1) {
+            if (level++ != 0) continue;
+            crossing = Crossing::kOpen;
+          } else if (level == 0) {
+            crossing = Crossing::kUnmatchedClose;
+          } else {
+            if (--level != 0) continue;
+            crossing = Crossing::kClose;
+          }
+          const std::size_t at = pos + static_cast<std::size_t>(bit);
+          depth = level;
+          if (visit(JsonBracket{at, block[bit]}, crossing)) return stopped_after(at);
+        }
+        return kGoOn;
+      });
+  depth = level;
+  return result;
 }
 
 }  // namespace gpuscope::trace
