@@ -2,6 +2,9 @@
 // the comments). Events are written out of time order, and kernels overlap across two streams.
 #include "trace/rank_analysis.h"
 
+#include <regex>
+#include <string>
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -190,6 +193,48 @@ TEST(RankAnalysis, SameAnswersFromGzip) {
   ASSERT_TRUE(summary.has_value()) << summary.error().what();
   EXPECT_TRUE(reader.gzip());
   expect_hand_built_answers(analyze_rank(timeline, {}));
+}
+
+// The launch join, whatever the correlation ids look like: the hand-built trace with runtime calls that
+// launch nothing added (cudaGetDevice and the like: most calls in a real trace), with its ids as they
+// are (dense) and then multiplied by 10^12 (too spread out for the bitmap the join uses when ids are
+// dense). The extra calls are not launches, so every answer stays the same.
+TEST(RankAnalysis, SameLaunchAnswersWithSparseIdsAndCallsThatLaunchNothing) {
+  const std::string extra =
+      R"({"ph": "X", "cat": "cuda_runtime", "name": "cudaGetDevice", "pid": 1, "tid": 1, "ts": 1, "dur": 7, "args": {"correlation": 50}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaEventRecord", "pid": 1, "tid": 1, "ts": 2, "dur": 9, "args": {"correlation": 7}},
+    )";
+  std::string dense = kHandBuiltTrace;
+  dense.insert(dense.find("{\"ph\": \"X\", \"cat\": \"cuda_runtime\""), extra);
+  expect_hand_built_answers(analyze_text(dense));
+  const std::string sparse = std::regex_replace(dense, std::regex(R"("correlation": (\d+))"), R"("correlation": $01000000000000)");
+  ASSERT_NE(sparse.find("\"correlation\": 99000000000000"), std::string::npos);
+  expect_hand_built_answers(analyze_text(sparse));
+}
+
+// One call can start several activities (a CUDA graph launch): each gets the call's start, and the call
+// counts once. Two calls with one id (a malformed trace): the earlier one is the launch.
+TEST(RankAnalysis, GraphLaunchCountsOnceAndTheEarlierOfTwoCallsWins) {
+  for (const char* id : {"3", "3000000000000"}) {
+    SCOPED_TRACE(id);
+    const std::string events = fmt::format(
+        R"({{"ph":"X","cat":"cuda_runtime","name":"cudaGraphLaunch","ts":10,"dur":4,"args":{{"correlation":{0}}}}},)"
+        R"({{"ph":"X","cat":"kernel","name":"a","ts":20,"dur":5,"args":{{"device":0,"stream":7,"correlation":{0}}}}},)"
+        R"({{"ph":"X","cat":"kernel","name":"b","ts":30,"dur":5,"args":{{"device":0,"stream":7,"correlation":{0}}}}},)"
+        R"({{"ph":"X","cat":"kernel","name":"c","ts":40,"dur":5,"args":{{"device":0,"stream":7,"correlation":1}}}},)"
+        R"({{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","ts":36,"dur":3,"args":{{"correlation":1}}}},)"
+        R"({{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","ts":32,"dur":2,"args":{{"correlation":1}}}})",
+        id);
+    const RankReport r = analyze_text(std::string(R"({"traceEvents": [)") + events + "]}");
+    const LaunchReport& l = device(r, 0).launch;
+    EXPECT_EQ(l.launched, 3u);
+    EXPECT_EQ(l.unmatched, 0u);
+    EXPECT_EQ(l.calls, 2u);
+    EXPECT_EQ(l.call_total_ns, 6 * us);  // 4 + 2: the graph launch once, the earlier call of id 1
+    EXPECT_EQ(l.call_max_ns, 4 * us);
+    EXPECT_EQ(l.delay_max_ns, 20 * us);             // b: 30 - 10
+    EXPECT_EQ(l.delay_mean_ns, (10 + 20 + 8) * us / 3);  // a 10, b 20, c 40 - 32 = 8
+  }
 }
 
 TEST(RankAnalysis, PythonFunctionsOnlyWhenAsked) {
