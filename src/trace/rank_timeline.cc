@@ -60,6 +60,16 @@ std::uint32_t TimelineBuilder::intern(std::string_view name) {
   return id;
 }
 
+void TimelineBuilder::reserve_for(std::uint64_t json_bytes) {
+  // The smallest useful events are ~70 bytes ({"ph":"X","cat":"kernel","ts":1,"dur":1,"args":{...}});
+  // a real trace spends ~3.7 KB of JSON per activity and ~1.4 KB per runtime call. Past 64 MiB of room
+  // each, the arrays grow as usual.
+  constexpr std::uint64_t kBytesPerEvent = 64, kCapBytes = 64u << 20;
+  const std::uint64_t events = json_bytes / kBytesPerEvent;
+  timeline_.activities.reserve(std::min<std::uint64_t>(events, kCapBytes / sizeof(GpuActivity)));
+  timeline_.runtime_calls.reserve(std::min<std::uint64_t>(events, kCapBytes / sizeof(RuntimeCall)));
+}
+
 bool TimelineBuilder::is_data_loading(std::string_view name) {
   if (auto it = data_loading_names_.find(name); it != data_loading_names_.end()) return it->second;
   const bool match = std::regex_search(name.begin(), name.end(), data_loading_pattern_);

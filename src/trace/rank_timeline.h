@@ -87,6 +87,12 @@ class TimelineBuilder : public TraceEventSink {
   TimelineBuilder(RankTimeline& timeline, const std::regex& data_loading_pattern);
   void on_event(const TraceEvent& event) override;
 
+  // Reserves room for as many activities and runtime calls as `json_bytes` of trace could hold (up to
+  // a cap), so the arrays are never copied as they grow: each doubling had the old and the new array
+  // resident at once (1.2 of the 2.8 MB heap peak on the 35 MB real trace). Room never written to is
+  // address space, not memory: the kernel backs a page on its first write.
+  void reserve_for(std::uint64_t json_bytes);
+
  private:
   std::uint32_t intern(std::string_view name);
   bool is_data_loading(std::string_view name);

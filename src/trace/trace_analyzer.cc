@@ -43,6 +43,7 @@ std::expected<std::optional<RankReport>, TraceError> analyze_file(const std::str
   if (!reader) return std::unexpected(reader.error());
   RankTimeline timeline;
   TimelineBuilder builder(timeline, pattern);
+  builder.reserve_for(reader->file_size());  // for gzip, the compressed size: a start
   ParseOptions parse;
   parse.lenient = options.lenient;
   parse.python_functions = options.python_functions;

@@ -323,5 +323,22 @@ TEST(TransferDirection, FromKinetoMemcpyNames) {
   EXPECT_FALSE(is_communication_kernel("void gemm()"));
 }
 
+// Room for a trace's activities and calls up front, but never more than 64 MiB of address space each:
+// a 30 GB trace must not ask for 20 GB it may not get.
+TEST(TimelineBuilder, ReservesRoomByInputSizeUpToACap) {
+  RankTimeline timeline;
+  const std::regex pattern("DataLoader");
+  TimelineBuilder builder(timeline, pattern);
+  builder.reserve_for(35'000'000);
+  EXPECT_GE(timeline.activities.capacity(), 35'000'000u / 64);
+  EXPECT_GE(timeline.runtime_calls.capacity(), 35'000'000u / 64);
+  RankTimeline huge;
+  TimelineBuilder huge_builder(huge, pattern);
+  huge_builder.reserve_for(30'000'000'000);
+  EXPECT_LE(huge.activities.capacity() * sizeof(GpuActivity), 64u << 20);
+  EXPECT_LE(huge.runtime_calls.capacity() * sizeof(RuntimeCall), 64u << 20);
+  EXPECT_GT(huge.activities.capacity(), 35'000'000u / 64);
+}
+
 }  // namespace
 }  // namespace gpuscope::trace

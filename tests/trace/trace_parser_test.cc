@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <limits>
+#include <optional>
 #include <random>
 
 #include "trace/json_structure_scanner.h"
@@ -136,6 +139,59 @@ TEST(MicrosecondsText, ExactNanoseconds) {
   EXPECT_FALSE(microseconds_text_to_ns("x").has_value());
   EXPECT_FALSE(microseconds_text_to_ns("1.").has_value());
   EXPECT_FALSE(microseconds_text_to_ns("99999999999999999999").has_value());
+  // The int64 edge: 9223372036854775.807 us is the largest number of nanoseconds there is.
+  EXPECT_EQ(microseconds_text_to_ns("9223372036854775.807"), std::numeric_limits<std::int64_t>::max());
+  EXPECT_FALSE(microseconds_text_to_ns("9223372036854775.808").has_value());
+  EXPECT_FALSE(microseconds_text_to_ns("9223372036854776").has_value());
+  EXPECT_EQ(microseconds_text_to_ns("-9223372036854775"), -9223372036854775000);
+  // Whatever follows the number (the token's trailing whitespace, a comma) is not read.
+  EXPECT_EQ(microseconds_text_to_ns("1661203463029566,\n"), 1661203463029566000);
+  EXPECT_EQ(microseconds_text_to_ns("12345678x1"), 12345678000);
+}
+
+// Digits are read eight at a time where eight are there; against a digit-by-digit reference on random
+// numbers of every length (leading zeros, a sign, fractions, a non-digit inside a group of eight).
+TEST(MicrosecondsText, EightAtATimeMatchesDigitByDigit) {
+  // Digit by digit, every step checked for int64 overflow.
+  auto reference = [](const std::string& text) -> std::optional<std::int64_t> {
+    std::size_t i = text.starts_with('-') ? 1 : 0;
+    std::int64_t whole = 0;
+    const std::size_t first = i;
+    for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
+      if (__builtin_mul_overflow(whole, 10, &whole) || __builtin_add_overflow(whole, text[i] - '0', &whole)) {
+        return std::nullopt;
+      }
+    }
+    if (i == first) return std::nullopt;
+    std::int64_t ns = 0;
+    if (__builtin_mul_overflow(whole, 1000, &ns)) return std::nullopt;
+    if (i < text.size() && text[i] == '.') {
+      const std::size_t f = ++i;
+      for (int scale = 100; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i, scale /= 10) {
+        if (__builtin_add_overflow(ns, (text[i] - '0') * scale, &ns)) return std::nullopt;
+      }
+      if (i == f) return std::nullopt;
+    }
+    return text.starts_with('-') ? -ns : ns;
+  };
+  std::mt19937 random(11);
+  for (int round = 0; round < 20000; ++round) {
+    std::string text = random() % 4 == 0 ? "-" : "";
+    const int digits = 1 + static_cast<int>(random() % 21);
+    for (int d = 0; d < digits; ++d) text += static_cast<char>('0' + (d == 0 && random() % 2 ? 9 : random() % 10));
+    if (random() % 3 == 0) {
+      text += '.';
+      for (int d = 1 + static_cast<int>(random() % 5); d > 0; --d) text += static_cast<char>('0' + random() % 10);
+    }
+    if (random() % 5 == 0) text[random() % text.size()] = "x.,/:"[random() % 5];
+    if (random() % 2 == 0) text += ",\n  ";
+    const auto expected = reference(text);
+    const auto got = microseconds_text_to_ns(text);
+    ASSERT_EQ(got.has_value(), expected.has_value()) << text;
+    if (expected) {
+      ASSERT_EQ(*got, *expected) << text;
+    }
+  }
 }
 
 TEST(TraceParser, ReadsHeaderBeforeOrAfterTheEventsAndCountsEvents) {
