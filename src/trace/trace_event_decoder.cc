@@ -125,7 +125,21 @@ std::expected<std::int64_t, EventProblem> integer_field(od::value& value, std::s
   return static_cast<std::int64_t>(std::llround(d));
 }
 
-std::expected<void, EventProblem> decode_args(od::value& value, TraceEvent& event) {
+// The members of "args" an analysis reads, as bits.
+enum ArgBit : unsigned { kDevice = 1, kStream = 2, kCorrelation = 4, kBytes = 8, kAllArgs = 15 };
+
+unsigned args_wanted(EventCategory c) {
+  switch (c) {
+    case EventCategory::kKernel: return kDevice | kStream | kCorrelation;
+    case EventCategory::kCudaRuntime: return kCorrelation;
+    default: return kAllArgs;  // copies, and an event whose "cat" comes after its "args"
+  }
+}
+
+// Reads the `wanted` members of "args" (others are not checked either) and leaves the object once it
+// has them all: a kernel's args have a dozen more (registers, grid, block, occupancy, ...) that would
+// each be matched against the names.
+std::expected<void, EventProblem> decode_args(od::value& value, TraceEvent& event, unsigned wanted) {
   od::object args;
   if (auto error = value.get_object().get(args)) {
     const char* where = value.raw_json_token().data();
@@ -140,26 +154,29 @@ std::expected<void, EventProblem> decode_args(od::value& value, TraceEvent& even
     const od::raw_json_string key = field.key();
     std::int64_t* target = nullptr;
     std::string_view name;
+    unsigned bit = 0;
     switch (key.raw()[0]) {
       case 'd':
-        if (raw_is(key, "device")) target = &event.device, name = "args.device";
+        if (raw_is(key, "device")) target = &event.device, name = "args.device", bit = kDevice;
         break;
       case 's':
-        if (raw_is(key, "stream")) target = &event.stream, name = "args.stream";
+        if (raw_is(key, "stream")) target = &event.stream, name = "args.stream", bit = kStream;
         break;
       case 'c':
-        if (raw_is(key, "correlation")) target = &event.correlation, name = "args.correlation";
+        if (raw_is(key, "correlation")) target = &event.correlation, name = "args.correlation", bit = kCorrelation;
         break;
       case 'b':
-        if (raw_is(key, "bytes")) target = &event.bytes, name = "args.bytes";
+        if (raw_is(key, "bytes")) target = &event.bytes, name = "args.bytes", bit = kBytes;
         break;
       default:
         break;
     }
-    if (target == nullptr) continue;
+    if ((bit & wanted) == 0) continue;  // not a member this event's analyses read
     auto v = integer_field(field.value(), name);
     if (!v) return std::unexpected(v.error());
     *target = *v;
+    wanted &= ~bit;
+    if (wanted == 0) break;
   }
   return {};
 }
@@ -306,7 +323,8 @@ std::expected<DecodeOutcome, EventProblem> decode_trace_event(od::object object,
         break;
       case 'a':
         if (raw_is(key, "args") && (!have_cat || wants_args(event.category))) {
-          if (auto ok = decode_args(value, event); !ok) return std::unexpected(ok.error());
+          const unsigned wanted = have_cat ? args_wanted(event.category) : kAllArgs;
+          if (auto ok = decode_args(value, event, wanted); !ok) return std::unexpected(ok.error());
         }
         break;
       default:

@@ -212,6 +212,28 @@ TEST(RankAnalysis, SameLaunchAnswersWithSparseIdsAndCallsThatLaunchNothing) {
   expect_hand_built_answers(analyze_text(sparse));
 }
 
+// The decoder leaves "args" once it has the members it reads; whatever follows, nested or not, in args
+// or after it, is still read right.
+TEST(RankAnalysis, MembersAfterTheArgsAnEventNeedsAreStillRead) {
+  const RankReport r = analyze_text(R"json({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "k", "args": {"device": 1, "stream": 7, "correlation": 1,
+     "grid": [1, 2, {"x": [3]}], "bytes": "not read for a kernel", "stream": "nor this"}, "ts": 10, "dur": 5},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "args": {"correlation": 1, "cbid": [211]}, "ts": 2, "dur": 1},
+    {"args": {"device": 1, "stream": 8, "correlation": 2, "bytes": 4096, "junk": [[]]}, "ph": "X", "cat": "gpu_memcpy",
+     "name": "Memcpy HtoD (Pinned -> Device)", "ts": 20, "dur": 2}]})json");
+  const DeviceReport& d = device(r, 1);
+  EXPECT_EQ(d.window_start_ns, 10 * us);
+  EXPECT_EQ(d.window_ns(), 12 * us);
+  ASSERT_EQ(d.streams.size(), 2u);
+  EXPECT_EQ(d.streams[0].stream, 7);
+  EXPECT_EQ(d.streams[1].stream, 8);
+  EXPECT_EQ(d.launch.launched, 1u);
+  EXPECT_EQ(d.launch.delay_max_ns, 8 * us);
+  EXPECT_EQ(d.launch.call_total_ns, 1 * us);
+  ASSERT_EQ(d.transfers.size(), 1u);
+  EXPECT_EQ(d.transfers[0].bytes, 4096);
+}
+
 // One call can start several activities (a CUDA graph launch): each gets the call's start, and the call
 // counts once. Two calls with one id (a malformed trace): the earlier one is the launch.
 TEST(RankAnalysis, GraphLaunchCountsOnceAndTheEarlierOfTwoCallsWins) {
