@@ -2,11 +2,13 @@
 
 #include <algorithm>
 
+#include "trace/mostly_ordered_sort.h"
+
 namespace gpuscope::trace {
 
 std::vector<Interval> merge_intervals(std::vector<Interval> intervals) {
-  std::sort(intervals.begin(), intervals.end(),
-            [](const Interval& x, const Interval& y) { return x.start < y.start; });
+  sort_mostly_ordered(intervals.begin(), intervals.end(),
+                      [](const Interval& x, const Interval& y) { return x.start < y.start; });
   std::vector<Interval> merged;
   for (const Interval& i : intervals) {
     if (i.end <= i.start) continue;

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "trace/interval_math.h"
+#include "trace/mostly_ordered_sort.h"
 #include "trace/verdict.h"
 
 namespace gpuscope::trace {
@@ -62,12 +63,13 @@ class LaunchIndex {
       for (const GpuActivity& a : activities) {
         if (a.correlation >= 0) launched[static_cast<std::size_t>(a.correlation - low)] = true;
       }
-      const auto end = std::partition(calls.begin(), calls.end(), [&](const RuntimeCall& c) {
-        return c.correlation >= low && c.correlation <= high && launched[static_cast<std::size_t>(c.correlation - low)];
+      // Kept in their order (nearly by id already): the rest of the array is left unspecified.
+      const auto end = std::remove_if(calls.begin(), calls.end(), [&](const RuntimeCall& c) {
+        return c.correlation < low || c.correlation > high || !launched[static_cast<std::size_t>(c.correlation - low)];
       });
       used = used.first(static_cast<std::size_t>(end - calls.begin()));
     }
-    std::sort(used.begin(), used.end(), [](const RuntimeCall& a, const RuntimeCall& b) {
+    sort_mostly_ordered(used.begin(), used.end(), [](const RuntimeCall& a, const RuntimeCall& b) {
       return a.correlation != b.correlation ? a.correlation < b.correlation : a.start_ns < b.start_ns;
     });
     sorted_ = used;
@@ -268,7 +270,7 @@ RankReport analyze_rank(RankTimeline& timeline, const AnalysisOptions& options) 
 
   auto launches = join_launches(timeline);
   auto& acts = timeline.activities;
-  std::sort(acts.begin(), acts.end(), [](const GpuActivity& a, const GpuActivity& b) {
+  sort_mostly_ordered(acts.begin(), acts.end(), [](const GpuActivity& a, const GpuActivity& b) {
     if (a.device != b.device) return a.device < b.device;
     if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
     return a.duration_ns < b.duration_ns;
