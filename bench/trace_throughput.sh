@@ -21,8 +21,10 @@ trap 'rm -rf "$tmp"' EXIT
 
 # measure NAME FILE RUNS CMD...: prints one row. CPU is the least of RUNS runs' user + system time, read
 # with wait4 (microseconds; GNU time's 10 ms steps are too coarse for a 35 ms run), so MB/s is per core
-# and other processes on a shared machine only ever make it look slower; wall is that run's. Peak RSS
-# comes from one more run under GNU time (Python's own pages would leak into wait4's ru_maxrss).
+# and other processes on a shared machine only ever make it look slower; wall is that run's. Both tools
+# run pinned to the same core by the harness itself (a taskset in front would add its own start-up to
+# the figure). Peak RSS comes from one more run under GNU time (Python's own pages would leak into
+# wait4's ru_maxrss).
 measure() {
   local name="$1" file="$2" runs="$3"
   shift 3
@@ -31,6 +33,8 @@ measure() {
   read -r wall cpu < <(python3 - "$runs" "$@" <<'PY'
 import os, subprocess, sys, time
 runs, cmd = int(sys.argv[1]), sys.argv[2:]
+if hasattr(os, "sched_setaffinity"):
+    os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
 best = None
 for _ in range(runs):
     started = time.monotonic()
@@ -54,13 +58,11 @@ PY
   echo "$cpu" > "$tmp/last_cpu"
 }
 
-pin=()
-if command -v taskset >/dev/null; then pin=(taskset -c 0); fi
 
 echo "== real trace: trace_diff__control__control.json (decompressed)"
 zcat "$traces/trace_diff__control__control.json.gz" > "$tmp/control.json"
 "$gpuscope" trace "$tmp/control.json" >/dev/null  # warm the page cache
-measure "gpuscope trace" "$tmp/control.json" 20 "${pin[@]}" "$gpuscope" trace "$tmp/control.json"
+measure "gpuscope trace" "$tmp/control.json" 20 "$gpuscope" trace "$tmp/control.json"
 g=$(cat "$tmp/last_cpu")
 measure "python json.load baseline" "$tmp/control.json" 3 python3 "$here/trace_python_baseline.py" "$tmp/control.json"
 p=$(cat "$tmp/last_cpu")
@@ -70,7 +72,7 @@ if [ "$size_mb" -gt 0 ]; then
   echo "== synthetic Kineto-like trace, ${size_mb} MB"
   python3 "$here/trace_synthetic.py" "$tmp/synthetic.json" $((size_mb * 1000000)) >/dev/null
   cat "$tmp/synthetic.json" >/dev/null  # page cache, as the real trace
-  measure "gpuscope trace" "$tmp/synthetic.json" 2 "${pin[@]}" "$gpuscope" trace "$tmp/synthetic.json"
+  measure "gpuscope trace" "$tmp/synthetic.json" 2 "$gpuscope" trace "$tmp/synthetic.json"
   g=$(cat "$tmp/last_cpu")
   avail_mb=$(awk '/MemAvailable/ {print int($2/1024)}' /proc/meminfo)
   if [ "$avail_mb" -gt $((size_mb * 12)) ]; then
@@ -81,7 +83,7 @@ if [ "$size_mb" -gt 0 ]; then
     echo "(python needs ~$((size_mb * 12)) MB for this file, $avail_mb MB available: comparing on 256 MB instead)"
     rm -f "$tmp/synthetic.json"
     python3 "$here/trace_synthetic.py" "$tmp/small.json" 256000000 >/dev/null
-    measure "gpuscope trace (256 MB)" "$tmp/small.json" 3 "${pin[@]}" "$gpuscope" trace "$tmp/small.json"
+    measure "gpuscope trace (256 MB)" "$tmp/small.json" 3 "$gpuscope" trace "$tmp/small.json"
     g=$(cat "$tmp/last_cpu")
     measure "python json.load baseline (256 MB)" "$tmp/small.json" 1 python3 "$here/trace_python_baseline.py" "$tmp/small.json"
     p=$(cat "$tmp/last_cpu")
