@@ -2,9 +2,11 @@
 # gpuscope trace against the documents' Python approach (json.load + busy/idle + top kernels), same run,
 # same files: MB/s of uncompressed JSON on one core and peak RSS (GNU time).
 #   1. the ~35 MB real trace (../shared/conformance/traces), decompressed to a temp file;
-#   2. a synthetic Kineto-like trace of SIZE_MB (default 2048) written by trace_synthetic.py.
-# Python on the big file needs ~10x its size in RAM, so it runs on it only when MemAvailable allows;
-# otherwise on a 256 MB synthetic trace. Temp files are removed on exit. Not run by CI (minutes, GBs).
+#   2. a synthetic trace of SIZE_MB (default 2048) in the real trace's layout and mix of events, written
+#      by trace_synthetic.py;
+#   3. the dense synthetic shape (compact JSON, 3.6x the kernels per byte), at up to 256 MB: a worst case.
+# Python on a big file needs ~10x its size in RAM, so it runs on it only when MemAvailable allows;
+# otherwise on 256 MB of the same shape. Temp files are removed on exit. Not run by CI (minutes, GBs).
 # Usage: bench/trace_throughput.sh [BUILD_DIR] [SIZE_MB]     (SIZE_MB=0 skips the synthetic part)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -68,25 +70,35 @@ measure "python json.load baseline" "$tmp/control.json" 3 python3 "$here/trace_p
 p=$(cat "$tmp/last_cpu")
 awk -v g="$g" -v p="$p" 'BEGIN { printf "speed-up (cpu time): %.1fx\n", p/g }'
 
-if [ "$size_mb" -gt 0 ]; then
-  echo "== synthetic Kineto-like trace, ${size_mb} MB"
-  python3 "$here/trace_synthetic.py" "$tmp/synthetic.json" $((size_mb * 1000000)) >/dev/null
+# synthetic SHAPE MB: gpuscope and Python on a synthetic trace of that shape (trace_synthetic.py) and size.
+synthetic() {
+  local shape="$1" mb="$2"
+  echo "== synthetic trace, $shape shape, ${mb} MB"
+  python3 "$here/trace_synthetic.py" "$tmp/synthetic.json" $((mb * 1000000)) "$shape" >/dev/null
   cat "$tmp/synthetic.json" >/dev/null  # page cache, as the real trace
   measure "gpuscope trace" "$tmp/synthetic.json" 2 "$gpuscope" trace "$tmp/synthetic.json"
   g=$(cat "$tmp/last_cpu")
   avail_mb=$(awk '/MemAvailable/ {print int($2/1024)}' /proc/meminfo)
-  if [ "$avail_mb" -gt $((size_mb * 12)) ]; then
+  if [ "$avail_mb" -gt $((mb * 12)) ]; then
     measure "python json.load baseline" "$tmp/synthetic.json" 1 python3 "$here/trace_python_baseline.py" "$tmp/synthetic.json"
     p=$(cat "$tmp/last_cpu")
     awk -v g="$g" -v p="$p" 'BEGIN { printf "speed-up (cpu time): %.1fx\n", p/g }'
-  else
-    echo "(python needs ~$((size_mb * 12)) MB for this file, $avail_mb MB available: comparing on 256 MB instead)"
     rm -f "$tmp/synthetic.json"
-    python3 "$here/trace_synthetic.py" "$tmp/small.json" 256000000 >/dev/null
+  else
+    echo "(python needs ~$((mb * 12)) MB for this file, $avail_mb MB available: comparing on 256 MB instead)"
+    rm -f "$tmp/synthetic.json"
+    python3 "$here/trace_synthetic.py" "$tmp/small.json" 256000000 "$shape" >/dev/null
     measure "gpuscope trace (256 MB)" "$tmp/small.json" 3 "$gpuscope" trace "$tmp/small.json"
     g=$(cat "$tmp/last_cpu")
     measure "python json.load baseline (256 MB)" "$tmp/small.json" 1 python3 "$here/trace_python_baseline.py" "$tmp/small.json"
     p=$(cat "$tmp/last_cpu")
     awk -v g="$g" -v p="$p" 'BEGIN { printf "speed-up (cpu time): %.1fx\n", p/g }'
+    rm -f "$tmp/small.json"
   fi
+}
+
+if [ "$size_mb" -gt 0 ]; then
+  synthetic kineto "$size_mb"
+  # The worst case, smaller: compact JSON, 3.6x the real trace's kernels per byte.
+  synthetic dense $((size_mb < 256 ? size_mb : 256))
 fi
