@@ -60,7 +60,6 @@ PY
   echo "$cpu" > "$tmp/last_cpu"
 }
 
-
 echo "== real trace: trace_diff__control__control.json (decompressed)"
 zcat "$traces/trace_diff__control__control.json.gz" > "$tmp/control.json"
 "$gpuscope" trace "$tmp/control.json" >/dev/null  # warm the page cache

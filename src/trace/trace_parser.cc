@@ -61,32 +61,32 @@ struct LeadingMembers {
   std::string_view cat;
 };
 
+// The string from `from` to its closing quote, if that quote is before `end` and there is no escape.
+std::optional<std::string_view> unescaped_string(const char* from, const char* end) {
+  const char* quote = from;
+  while (quote < end && *quote != '"' && *quote != '\\') ++quote;
+  if (quote == end || *quote != '"') return std::nullopt;
+  return std::string_view(from, static_cast<std::size_t>(quote - from));
+}
+
 // Kineto's own layout, {"ph": "X", "cat": "cpu_op", ... (with its indentation), read with fixed-size
 // compares: the general walk below went byte by byte and was a tenth of all instructions on the real
 // trace. Null when the event is laid out otherwise (other order or spacing, escapes). `p` is at the
 // first key.
 std::optional<LeadingMembers> kineto_leading_members(const char* p, const char* end) {
-  // The string from `from` to its closing quote, if that is before `end` and there is no escape.
-  // (A loop: the strings are a few bytes, shorter than memchr's set-up.)
-  auto string_at = [&](const char* from) -> std::optional<std::string_view> {
-    const char* quote = from;
-    while (quote < end && *quote != '"' && *quote != '\\') ++quote;
-    if (quote == end || *quote != '"') return std::nullopt;
-    return std::string_view(from, static_cast<std::size_t>(quote - from));
-  };
   auto starts_with = [&](const char* at, std::string_view prefix) {
-    return end - at >= static_cast<std::ptrdiff_t>(prefix.size()) && std::memcmp(at, prefix.data(), prefix.size()) == 0;
+    return std::string_view(at, static_cast<std::size_t>(end - at)).starts_with(prefix);
   };
   constexpr std::string_view kPh = "\"ph\": \"", kCat = "\"cat\": \"";
   if (!starts_with(p, kPh)) return std::nullopt;
-  const auto ph = string_at(p + kPh.size());
+  const auto ph = unescaped_string(p + kPh.size(), end);
   if (!ph) return std::nullopt;
   if (*ph != "X") return LeadingMembers{*ph, {}};  // decided by the phase alone
   p = ph->data() + ph->size() + 1;
   if (p == end || *p != ',') return std::nullopt;
   for (++p; p < end && is_space(*p);) ++p;
   if (!starts_with(p, kCat)) return std::nullopt;
-  const auto cat = string_at(p + kCat.size());
+  const auto cat = unescaped_string(p + kCat.size(), end);
   if (!cat) return std::nullopt;
   return LeadingMembers{*ph, *cat};
 }
@@ -102,15 +102,16 @@ LeadingMembers leading_members(const char* event, std::size_t size) {
     while (p < end && is_space(*p)) ++p;
     return p < end;
   };
-  // A string without escapes whose opening quote is at p; empty (and p at end) otherwise.
+  // A string without escapes whose opening quote is at p, with p moved past it; empty (and p at end)
+  // otherwise.
   auto plain_string = [&]() -> std::string_view {
-    const char* begin = ++p;
-    while (p < end && *p != '"' && *p != '\\') ++p;
-    if (p == end || *p != '"') {
+    const auto text = unescaped_string(p + 1, end);
+    if (!text) {
       p = end;
       return {};
     }
-    return std::string_view(begin, static_cast<std::size_t>(p++ - begin));
+    p = text->data() + text->size() + 1;
+    return *text;
   };
   while (skip_space() && *p == '"') {
     const std::string_view key = plain_string();
