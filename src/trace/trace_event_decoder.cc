@@ -1,10 +1,6 @@
 #include "trace/trace_event_decoder.h"
 
-#include <bit>
-#include <charconv>
-#include <cmath>
 #include <cstring>
-#include <limits>
 #include <utility>
 
 #include <fmt/format.h>
@@ -22,45 +18,13 @@ bool raw_is(const od::raw_json_string& raw, const char (&literal)[N]) {
   return std::memcmp(p, literal, N - 1) == 0 && p[N - 1] == '"';
 }
 
-EventCategory category_of(const od::raw_json_string& cat) {
-  switch (cat.raw()[0]) {
-    case 'k':
-      if (raw_is(cat, "kernel")) return EventCategory::kKernel;
-      break;
-    case 'g':
-      if (raw_is(cat, "gpu_memcpy")) return EventCategory::kGpuMemcpy;
-      if (raw_is(cat, "gpu_memset")) return EventCategory::kGpuMemset;
-      break;
-    case 'c':
-      if (raw_is(cat, "cpu_op")) return EventCategory::kCpuOp;
-      if (raw_is(cat, "cuda_runtime") || raw_is(cat, "cuda_driver")) return EventCategory::kCudaRuntime;
-      break;
-    case 'C':  // older Kineto spelled some categories in capitals
-      if (raw_is(cat, "Kernel")) return EventCategory::kKernel;
-      if (raw_is(cat, "Memcpy")) return EventCategory::kGpuMemcpy;
-      if (raw_is(cat, "Memset")) return EventCategory::kGpuMemset;
-      if (raw_is(cat, "Runtime")) return EventCategory::kCudaRuntime;
-      break;
-    case 'u':
-      if (raw_is(cat, "user_annotation")) return EventCategory::kUserAnnotation;
-      break;
-    case 'p':
-      if (raw_is(cat, "python_function")) return EventCategory::kPythonFunction;
-      break;
-    default:
-      break;
-  }
-  return EventCategory::kOther;
-}
-
-bool wants_name(EventCategory c) {
-  return c == EventCategory::kKernel || c == EventCategory::kGpuMemcpy || c == EventCategory::kGpuMemset ||
-         c == EventCategory::kUserAnnotation || c == EventCategory::kPythonFunction;
-}
-
-bool wants_args(EventCategory c) {
-  return c == EventCategory::kKernel || c == EventCategory::kGpuMemcpy || c == EventCategory::kGpuMemset ||
-         c == EventCategory::kCudaRuntime;
+// The raw bytes of a string value, between its quotes: a JSON string always ends with a quote inside
+// the padded buffer, and inside it every quote is escaped.
+std::string_view raw_content(const od::raw_json_string& raw) {
+  const char* p = raw.raw();
+  const char* q = p;
+  while (*q != '"') q += *q == '\\' ? 2 : 1;
+  return {p, static_cast<std::size_t>(q - p)};
 }
 
 const char* type_name(char first) {
@@ -107,33 +71,12 @@ std::expected<std::int64_t, EventProblem> time_field(od::value& value, std::stri
 std::expected<std::int64_t, EventProblem> integer_field(od::value& value, std::string_view field) {
   auto token = number_token(value, field);
   if (!token) return std::unexpected(token.error());
-  std::int64_t v = 0;
-  const char* end = token->data() + token->size();
-  auto [ptr, ec] = std::from_chars(token->data(), end, v);
-  if (ec == std::errc{} && (ptr == end || *ptr == ',' || *ptr == '}' || *ptr == ']' || *ptr == ' ' || *ptr == '\n' ||
-                            *ptr == '\r' || *ptr == '\t')) {
-    if (*ptr != '.' && *ptr != 'e' && *ptr != 'E') return v;
-  }
-  // A float where an integer is usual ("bytes": 1.0e6): accept it, rounded.
-  double d = 0;
-  auto [dptr, dec] = std::from_chars(token->data(), end, d);
-  if (dec != std::errc{} || !std::isfinite(d) || std::fabs(d) > 9.2e18) {
+  auto v = integer_value(*token);
+  if (!v) {
     return std::unexpected(EventProblem{TraceErrorKind::kNotJson, fmt::format("field '{}' is not a valid number", field),
                                         token->data()});
   }
-  (void)dptr;
-  return static_cast<std::int64_t>(std::llround(d));
-}
-
-// The members of "args" an analysis reads, as bits.
-enum ArgBit : unsigned { kDevice = 1, kStream = 2, kCorrelation = 4, kBytes = 8, kAllArgs = 15 };
-
-unsigned args_wanted(EventCategory c) {
-  switch (c) {
-    case EventCategory::kKernel: return kDevice | kStream | kCorrelation;
-    case EventCategory::kCudaRuntime: return kCorrelation;
-    default: return kAllArgs;  // copies, and an event whose "cat" comes after its "args"
-  }
+  return *v;
 }
 
 // Reads the `wanted` members of "args" (others are not checked either) and leaves the object once it
@@ -181,69 +124,7 @@ std::expected<void, EventProblem> decode_args(od::value& value, TraceEvent& even
   return {};
 }
 
-// The value of the eight ASCII digits at p, or nullopt when any of the eight is not a digit: one load
-// and three multiplications (pairs, then fours, then eight) instead of eight steps. Little-endian only.
-std::optional<std::uint64_t> eight_digits(const char* p) {
-  std::uint64_t v = 0;
-  std::memcpy(&v, p, sizeof v);
-  // Every byte is 0x30..0x39: its high nibble is 3, and adding 6 does not carry into it.
-  constexpr std::uint64_t kHigh = 0xF0F0F0F0F0F0F0F0;
-  if (((v & kHigh) | (((v + 0x0606060606060606) & kHigh) >> 4)) != 0x3333333333333333) return std::nullopt;
-  v -= 0x3030303030303030;
-  v = v * 10 + (v >> 8);  // each 16-bit lane: the two-digit number of its bytes (low byte first)
-  constexpr std::uint64_t kLanes = 0x000000FF000000FF;
-  return (((v & kLanes) * (100 + (1000000ULL << 32))) + (((v >> 16) & kLanes) * (1 + (10000ULL << 32)))) >> 32;
-}
-
 }  // namespace
-
-std::optional<std::int64_t> microseconds_text_to_ns(std::string_view text) {
-  // The largest whole part whose nanoseconds still fit in an int64 (the fraction is checked at the end).
-  constexpr std::uint64_t kMaxWhole = std::numeric_limits<std::int64_t>::max() / 1000;
-  std::size_t i = 0;
-  const bool negative = i < text.size() && text[i] == '-';
-  if (negative) ++i;
-  const std::size_t digits_begin = i;
-  std::uint64_t whole = 0;
-  if constexpr (std::endian::native == std::endian::little) {
-    // Kineto's timestamps have 16 digits: two steps of eight. (whole < 10^8 keeps the step in range.)
-    while (text.size() - i >= 8 && whole < 100'000'000) {
-      const auto eight = eight_digits(text.data() + i);
-      if (!eight) break;
-      whole = whole * 100'000'000 + *eight;
-      i += 8;
-    }
-  }
-  while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
-    if (whole > kMaxWhole / 10) return std::nullopt;
-    whole = whole * 10 + static_cast<std::uint64_t>(text[i] - '0');
-    ++i;
-  }
-  if (i == digits_begin || whole > kMaxWhole) return std::nullopt;
-  std::int64_t fraction_ns = 0;
-  if (i < text.size() && text[i] == '.') {
-    ++i;
-    const std::size_t fraction_begin = i;
-    std::int64_t scale = 100;
-    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
-      fraction_ns += (text[i] - '0') * scale;
-      scale /= 10;
-      ++i;
-    }
-    if (i == fraction_begin) return std::nullopt;
-  }
-  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
-    // Rare (some exporters): go through a double, which is exact enough for an exponent form.
-    double d = 0;
-    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
-    if (ec != std::errc{} || !std::isfinite(d) || std::fabs(d) > 9.2e15) return std::nullopt;
-    (void)ptr;
-    return static_cast<std::int64_t>(std::llround(d * 1000.0));
-  }
-  std::int64_t ns = 0;
-  if (__builtin_add_overflow(static_cast<std::int64_t>(whole) * 1000, fraction_ns, &ns)) return std::nullopt;
-  return negative ? -ns : ns;
-}
 
 std::expected<DecodeOutcome, EventProblem> decode_trace_event(od::object object, const DecodeOptions& options,
                                                               TraceEvent& event) {
@@ -280,7 +161,7 @@ std::expected<DecodeOutcome, EventProblem> decode_trace_event(od::object object,
             }
             return std::unexpected(json_problem(error, "field 'cat'"));
           }
-          event.category = category_of(cat);
+          event.category = category_of(raw_content(cat));
           have_cat = true;
           if (event.category == EventCategory::kPythonFunction && !options.python_functions) {
             return DecodeOutcome::kIgnored;

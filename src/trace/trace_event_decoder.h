@@ -9,6 +9,7 @@
 
 #include <simdjson.h>
 
+#include "trace/event_fields.h"
 #include "trace/trace_error.h"
 #include "trace/trace_event.h"
 
@@ -22,20 +23,7 @@ struct EventProblem {
   const char* where = nullptr;
 };
 
-enum class DecodeOutcome {
-  kEvent,    // a complete event the analyses want: `event` is filled
-  kIgnored,  // metadata, flow, instant events; python_function unless asked for
-};
-
-struct DecodeOptions {
-  bool python_functions = false;
-};
-
 std::expected<DecodeOutcome, EventProblem> decode_trace_event(simdjson::ondemand::object object,
                                                               const DecodeOptions& options, TraceEvent& event);
-
-// Kineto's microsecond numbers ("1682725898082228", "12.5", "3e2") as integer nanoseconds; digits after
-// the third decimal are dropped. nullopt for anything that is not a JSON number.
-std::optional<std::int64_t> microseconds_text_to_ns(std::string_view text);
 
 }  // namespace gpuscope::trace

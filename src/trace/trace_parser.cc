@@ -12,6 +12,7 @@
 #include <simdjson.h>
 
 #include "trace/json_structure_scanner.h"
+#include "trace/plain_event_decoder.h"
 #include "trace/trace_event_decoder.h"
 
 namespace gpuscope::trace {
@@ -151,7 +152,8 @@ bool is_unused_event(const char* event, std::size_t size, bool python_functions)
 class StreamingTraceParser {
  public:
   StreamingTraceParser(TraceByteReader& reader, TraceEventSink& sink, TraceHeader& header, const ParseOptions& options)
-      : reader_(reader), sink_(sink), header_(header), options_(options) {
+      : reader_(reader), sink_(sink), header_(header), options_(options),
+        plain_decoder_(DecodeOptions{options.python_functions}) {
     decode_options_.python_functions = options.python_functions;
     capacity_ = std::max<std::size_t>(options.window_bytes, 64);
     if (auto mapped = reader.map_whole_file()) {
@@ -646,6 +648,13 @@ class StreamingTraceParser {
         ++summary_.unparsed_events;
         return false;
       }
+      const std::string_view bytes(data() + event_start_, last_end_ - event_start_);
+      if (auto outcome = plain_decoder_.decode(bytes, plain_event_)) {
+        // Events reach the sink in the file's order: the batched ones first.
+        if (!flush_batch()) return failed = true;
+        deliver(*outcome, plain_event_);
+        return false;
+      }
       add_to_batch(EventSpan{event_start_, last_end_});
       if (batch_.size() >= options_.batch_bytes && !flush_batch()) return failed = true;
       return false;
@@ -663,8 +672,8 @@ class StreamingTraceParser {
 
   // ---- parsing whole events ------------------------------------------------------------------------
 
-  // Whole events the analyses use are copied, comma-separated, into one array so that a single On
-  // Demand document covers ~1 MiB: unused events between them are left out of the parse entirely.
+  // Events the plain decoder declined are copied, comma-separated, into one array so that a single On
+  // Demand document covers ~64 KiB: unused events between them are left out of the parse entirely.
   void add_to_batch(const EventSpan& span) {
     batch_.push_back(pending_.empty() ? '[' : ',');
     batch_.insert(batch_.end(), data() + span.begin, data() + span.end);
@@ -701,7 +710,7 @@ class StreamingTraceParser {
               resume = index;
               break;
             }
-            deliver(*outcome);
+            deliver(*outcome, event_);
             ++index;
           }
           if (index < pending_.size() && resume == pending_.size()) resume = index;
@@ -714,11 +723,11 @@ class StreamingTraceParser {
     return ok;
   }
 
-  void deliver(DecodeOutcome outcome) {
+  void deliver(DecodeOutcome outcome, const TraceEvent& event) {
     ++summary_.event_objects;
     if (outcome == DecodeOutcome::kEvent) {
       ++summary_.complete_events;
-      sink_.on_event(event_);
+      sink_.on_event(event);
     }
   }
 
@@ -741,7 +750,7 @@ class StreamingTraceParser {
       } else {
         auto outcome = decode_trace_event(object, decode_options_, event_);
         if (outcome) {
-          deliver(*outcome);
+          deliver(*outcome, event_);
         } else {
           const char* where = outcome.error().where;
           if (where == nullptr) {
@@ -808,7 +817,9 @@ class StreamingTraceParser {
 
   od::parser parser_;
   od::parser header_parser_;
-  TraceEvent event_;
+  PlainEventDecoder plain_decoder_;
+  TraceEvent event_;        // decoded by simdjson
+  TraceEvent plain_event_;  // decoded from its bytes (while others may wait in the batch)
 };
 
 }  // namespace

@@ -6,8 +6,10 @@
 // larger event): a small hand-written walker reads the top-level object (keys, distributedInfo,
 // deviceProperties); inside "traceEvents" the JsonStructureScanner (SIMD, 64 bytes a step) finds where
 // each event object ends. Events no analysis reads (cpu_op, flow and metadata events: about two thirds
-// of the bytes) are recognised by their first members and dropped unparsed; the others are copied into
-// a ~64 KiB array that On Demand parses as one document. A plain file is mmap'ed and the window slides
+// of the bytes) are recognised by their first members and dropped unparsed; the others are decoded
+// from the window by the PlainEventDecoder (mostly by comparing with a learned shape), and the few it
+// declines are copied into a ~64 KiB array that On Demand parses as one document (and that reports
+// errors). A plain file is mmap'ed and the window slides
 // over the mapping (no copy through read(2)); the pages behind the window are handed back with
 // MADV_DONTNEED every 256 KiB, since mapped pages count in the process's RSS while page-cache pages do
 // not. Gzip is inflated by zlib into a window buffer. The peak memory is the window, simdjson's buffers
