@@ -648,19 +648,17 @@ class StreamingTraceParser {
         ++summary_.unparsed_events;
         return false;
       }
-      const std::string_view bytes(data() + event_start_, last_end_ - event_start_);
-      if (auto outcome = plain_decoder_.decode(bytes, plain_event_)) {
-        // Events reach the sink in the file's order: the batched ones first.
-        if (!flush_batch()) return failed = true;
-        deliver(*outcome, plain_event_);
-        return false;
+      if (options_.plain_decoder) {
+        const std::string_view bytes(data() + event_start_, last_end_ - event_start_);
+        if (auto outcome = plain_decoder_.decode(bytes, event_)) {
+          deliver(*outcome);
+          return false;
+        }
       }
-      add_to_batch(EventSpan{event_start_, last_end_});
-      if (batch_.size() >= options_.batch_bytes && !flush_batch()) return failed = true;
+      if (!parse_one(EventSpan{event_start_, last_end_})) return failed = true;
       return false;
     });
     if (failed) return Step::kFailed;
-    if (!flush_batch()) return Step::kFailed;
     if (end_of_array) {
       pos_ = stop;
       phase_ = bare_array_ ? Phase::kDone : Phase::kAfterValue;
@@ -672,67 +670,19 @@ class StreamingTraceParser {
 
   // ---- parsing whole events ------------------------------------------------------------------------
 
-  // Events the plain decoder declined are copied, comma-separated, into one array so that a single On
-  // Demand document covers ~64 KiB: unused events between them are left out of the parse entirely.
-  void add_to_batch(const EventSpan& span) {
-    batch_.push_back(pending_.empty() ? '[' : ',');
-    batch_.insert(batch_.end(), data() + span.begin, data() + span.end);
-    pending_.push_back(span);
-  }
-
-  // Parses the pending events as one On Demand array. False when strict and an event is bad.
-  bool flush_batch() {
-    if (pending_.empty()) return true;
-    batch_.push_back(']');
-    const std::size_t length = batch_.size();
-    batch_.resize(length + simdjson::SIMDJSON_PADDING, ' ');
-    std::size_t resume = pending_.size();  // the first event not handled by the batch parse
-    bool ok = true;
-    {
-      od::document doc;
-      if (parser_.iterate(batch_.data(), length, batch_.size()).get(doc)) {
-        resume = 0;
-      } else {
-        od::array array;
-        if (doc.get_array().get(array)) {
-          resume = 0;
-        } else {
-          std::size_t index = 0;
-          for (auto element : array) {
-            od::object object;
-            if (index >= pending_.size() || element.get_object().get(object)) {
-              resume = std::min(index, pending_.size());
-              break;
-            }
-            auto outcome = decode_trace_event(object, decode_options_, event_);
-            if (!outcome) {
-              // Let the one-event parse below report (or skip) it with its place in the file.
-              resume = index;
-              break;
-            }
-            deliver(*outcome, event_);
-            ++index;
-          }
-          if (index < pending_.size() && resume == pending_.size()) resume = index;
-        }
-      }
-    }
-    for (std::size_t i = resume; i < pending_.size() && ok; ++i) ok = parse_one(pending_[i]);
-    pending_.clear();
-    batch_.clear();
-    return ok;
-  }
-
-  void deliver(DecodeOutcome outcome, const TraceEvent& event) {
+  void deliver(DecodeOutcome outcome) {
     ++summary_.event_objects;
     if (outcome == DecodeOutcome::kEvent) {
       ++summary_.complete_events;
-      sink_.on_event(event);
+      sink_.on_event(event_);
     }
   }
 
-  // One event as its own document: slower, used only to pin down (or skip) a bad one. Copied, so the
-  // padding simdjson reads past the end exists even at the end of a mapped file.
+  // An event the plain decoder declined, as its own On Demand document: decoded, or reported (or
+  // skipped) with its place in the file. One document per event, never a batch of them: On Demand does
+  // not look at what follows a member that decides the event (a "ph" other than "X"), so in a batch a
+  // damaged event could throw its neighbours' parse off or not, depending on which they were. Copied,
+  // so the padding simdjson reads past the end exists even at the end of a mapped file.
   bool parse_one(const EventSpan& span) {
     const std::size_t length = span.end - span.begin;
     scratch_.assign(data() + span.begin, data() + span.end);
@@ -750,7 +700,7 @@ class StreamingTraceParser {
       } else {
         auto outcome = decode_trace_event(object, decode_options_, event_);
         if (outcome) {
-          deliver(*outcome, event_);
+          deliver(*outcome);
         } else {
           const char* where = outcome.error().where;
           if (where == nullptr) {
@@ -812,14 +762,11 @@ class StreamingTraceParser {
   std::size_t event_start_ = 0;
   bool first_element_ = true;
   bool nested_array_element_ = false;
-  std::vector<EventSpan> pending_;  // the events in batch_, as spans of the window
-  std::vector<char> batch_;
 
   od::parser parser_;
   od::parser header_parser_;
   PlainEventDecoder plain_decoder_;
-  TraceEvent event_;        // decoded by simdjson
-  TraceEvent plain_event_;  // decoded from its bytes (while others may wait in the batch)
+  TraceEvent event_;
 };
 
 }  // namespace

@@ -8,12 +8,12 @@
 // each event object ends. Events no analysis reads (cpu_op, flow and metadata events: about two thirds
 // of the bytes) are recognised by their first members and dropped unparsed; the others are decoded
 // from the window by the PlainEventDecoder (mostly by comparing with a learned shape), and the few it
-// declines are copied into a ~64 KiB array that On Demand parses as one document (and that reports
-// errors). A plain file is mmap'ed and the window slides
-// over the mapping (no copy through read(2)); the pages behind the window are handed back with
-// MADV_DONTNEED every 256 KiB, since mapped pages count in the process's RSS while page-cache pages do
-// not. Gzip is inflated by zlib into a window buffer. The peak memory is the window, simdjson's buffers
-// for one batch, and what the sink keeps (about 72 bytes per GPU activity).
+// declines are parsed by On Demand one event at a time (which is also where errors are reported). A
+// plain file is mmap'ed and the window slides over the mapping (no copy through read(2)); the pages
+// behind the window are handed back with MADV_DONTNEED every 256 KiB, since mapped pages count in the
+// process's RSS while page-cache pages do not. Gzip is inflated by zlib into a window buffer. The peak
+// memory is the window, simdjson's buffers for the largest event, and what the sink keeps (about 72
+// bytes per GPU activity).
 #pragma once
 
 #include <cstddef>
@@ -38,16 +38,17 @@ struct ParseOptions {
   // are otherwise recognised by their first members and skipped unparsed (their strings and brackets are
   // still checked by the scanner).
   bool parse_unused_events = false;
+  // Tests: false sends every event the analyses read through simdjson, as before the plain decoder, to
+  // check that both ways give the same answers.
+  bool plain_decoder = true;
   // Called after each read with the file bytes consumed so far (compressed bytes for gzip).
   std::function<void(std::uint64_t consumed)> progress;
   // Called with what the top-level object held before its "traceEvents" array (Kineto writes
   // distributedInfo and deviceProperties first); false stops the parse there, unread, with
   // ParseSummary::stopped_before_events set. Not called for a bare array of events.
   std::function<bool(const TraceHeader& header)> before_events;
-  // The read window and the bytes of events per On Demand parse; tests shrink them to put window and
-  // batch boundaries inside events.
+  // The read window; tests shrink it to put window boundaries inside events.
   std::size_t window_bytes = 256u << 10;
-  std::size_t batch_bytes = 64u << 10;
 };
 
 struct ParseSummary {

@@ -172,15 +172,17 @@ void expect_hand_built_answers(const RankReport& r) {
 TEST(RankAnalysis, HandBuiltTraceHasTheWorkedOutAnswers) { expect_hand_built_answers(analyze_text(kHandBuiltTrace)); }
 
 TEST(RankAnalysis, SameAnswersWhenEveryEventCrossesAWindowBoundary) {
-  // A 64-byte window and one-event batches: every event is cut by a refill and parsed alone.
-  ParseOptions tiny;
-  tiny.window_bytes = 64;
-  tiny.batch_bytes = 1;
-  expect_hand_built_answers(analyze_text(kHandBuiltTrace, tiny));
-  ParseOptions odd;
-  odd.window_bytes = 97;
-  odd.batch_bytes = 300;
-  expect_hand_built_answers(analyze_text(kHandBuiltTrace, odd));
+  // A 64-byte window: every event is cut by a refill; with the plain decoder and with simdjson alone.
+  for (const bool plain : {true, false}) {
+    ParseOptions tiny;
+    tiny.window_bytes = 64;
+    tiny.plain_decoder = plain;
+    expect_hand_built_answers(analyze_text(kHandBuiltTrace, tiny));
+    ParseOptions odd;
+    odd.window_bytes = 97;
+    odd.plain_decoder = plain;
+    expect_hand_built_answers(analyze_text(kHandBuiltTrace, odd));
+  }
 }
 
 TEST(RankAnalysis, SameAnswersFromGzip) {
