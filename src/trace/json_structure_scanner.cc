@@ -1,11 +1,13 @@
 #include "trace/json_structure_scanner.h"
 
+#include <atomic>
 #include <cstring>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -148,8 +150,23 @@ __attribute__((target("avx2,pclmul,popcnt"))) void classify_run_avx2(const char*
   escape_carry = carry;
 }
 
+// AVX2, PCLMUL and POPCNT, with the OS saving the AVX registers, asked of the CPU itself once, on the
+// first scan. __builtin_cpu_supports would link libgcc's CPU model, whose constructor runs about a
+// dozen CPUID instructions in every gpuscope process, whatever the command; in a virtual machine each
+// CPUID traps to the hypervisor (12 us on the development VM).
 bool has_avx2() {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("popcnt");
+  static const bool supported = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
+    constexpr unsigned kNeeded = bit_PCLMUL | bit_POPCNT | bit_OSXSAVE | bit_AVX;
+    if ((ecx & kNeeded) != kNeeded) return false;
+    unsigned xcr0 = 0, xcr0_high = 0;
+    __asm__("xgetbv" : "=a"(xcr0), "=d"(xcr0_high) : "c"(0));
+    if ((xcr0 & 6) != 6) return false;  // the XMM and YMM state
+    if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+    return (ebx & bit_AVX2) != 0;
+  }();
+  return supported;
 }
 #else
 bool has_avx2() { return false; }
@@ -162,16 +179,28 @@ ClassifyRun choose_classify_run(bool allow_avx2) {
 #endif
   return classify_run_generic;
 }
-ClassifyRun classify_run = choose_classify_run(true);
+
+// The code for this CPU, chosen by the first scan (not at start-up: most commands never scan).
+void classify_run_first(const char* p, std::size_t count, BlockMasks* masks, std::uint64_t& in_string,
+                        std::uint64_t& escape_carry);
+std::atomic<ClassifyRun> classify_run{classify_run_first};
+
+void classify_run_first(const char* p, std::size_t count, BlockMasks* masks, std::uint64_t& in_string,
+                        std::uint64_t& escape_carry) {
+  const ClassifyRun chosen = choose_classify_run(true);
+  ClassifyRun expected = classify_run_first;
+  classify_run.compare_exchange_strong(expected, chosen, std::memory_order_relaxed);  // unless a test chose
+  chosen(p, count, masks, in_string, escape_carry);
+}
 
 }  // namespace
 
 void JsonStructureScanner::classify(const char* p, std::size_t count, BlockMasks* masks) {
-  classify_run(p, count, masks, in_string_, escape_carry_);
+  classify_run.load(std::memory_order_relaxed)(p, count, masks, in_string_, escape_carry_);
 }
 
 bool JsonStructureScanner::use_avx2(bool allowed) {
-  classify_run = choose_classify_run(allowed);
+  classify_run.store(choose_classify_run(allowed), std::memory_order_relaxed);
   return allowed && has_avx2();
 }
 

@@ -12,26 +12,28 @@
 
 namespace gpuscope::trace {
 
-// What one value of a shape is to the analyses.
-enum class ValueRole : std::uint8_t { kNone, kName, kStart, kDuration, kDevice, kStream, kCorrelation, kBytes };
-
-struct ShapeValue {
-  std::uint32_t literal_begin;  // the bytes before the value, in Shape::literals
-  std::uint32_t literal_size;
-  bool is_string;  // else a number (true, false and null are part of the literal bytes)
-  ValueRole role;
-};
-
 struct PlainEventDecoder::Shape {
+  // What one value is to the analyses.
+  enum class Role : std::uint8_t { kNone, kName, kStart, kDuration, kDevice, kStream, kCorrelation, kBytes };
+  struct Value {
+    std::uint32_t literal_begin;  // the bytes before the value, in `literals`
+    std::uint32_t literal_size;
+    bool is_string;  // else a number (true, false and null are part of the literal bytes)
+    Role role;
+  };
+
   EventCategory category = EventCategory::kOther;
   std::string literals;  // every literal run, then 16 bytes of padding for the 16-byte compares
-  std::vector<ShapeValue> values;
+  std::vector<Value> values;
   std::uint32_t tail_begin = 0;  // the bytes after the last value, to the event's '}'
   std::uint32_t tail_size = 0;
   std::uint64_t hits = 0;
 };
 
 namespace {
+
+using ValueRole = PlainEventDecoder::Shape::Role;
+using ShapeValue = PlainEventDecoder::Shape::Value;
 
 // A shape is learned only from events up to this size and number of values.
 constexpr std::size_t kMaxShapeBytes = 16u << 10;

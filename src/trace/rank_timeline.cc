@@ -1,15 +1,15 @@
 #include "trace/rank_timeline.h"
 
 #include <algorithm>
-#include <cctype>
 
 namespace gpuscope::trace {
 namespace {
 
+// `needle` in lower-case ASCII letters: a byte matches its letter in either case (OR-ing in 0x20 maps
+// no other byte onto a lower-case letter), without a locale lookup per byte.
 bool contains_ignoring_case(std::string_view text, std::string_view needle) {
-  return std::search(text.begin(), text.end(), needle.begin(), needle.end(), [](char a, char b) {
-           return std::tolower(static_cast<unsigned char>(a)) == b;
-         }) != text.end();
+  return std::search(text.begin(), text.end(), needle.begin(), needle.end(),
+                     [](char a, char b) { return static_cast<char>(a | 0x20) == b; }) != text.end();
 }
 
 ActivityKind kind_of(const TraceEvent& event, bool communication_name) {
