@@ -127,6 +127,12 @@ struct PlainCursor {
 
   [[gnu::always_inline]] bool skip_digits() {
     const char* from = p;
+    // Most numbers in args are one or two digits (a device, a stream, a flag): no vector step for those.
+    if (static_cast<unsigned char>(p[0] - '0') > 9) return false;
+    if (static_cast<unsigned char>(p[1] - '0') > 9) {
+      ++p;
+      return true;
+    }
 #if defined(__SSE2__)
     if (remaining_at_least(16)) {
       // A digit minus '0' is at most 9 as an unsigned byte.
