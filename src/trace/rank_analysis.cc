@@ -75,22 +75,41 @@ class LaunchIndex {
     sorted_ = used;
   }
 
-  const RuntimeCall* launch_of(std::int64_t correlation) const {
-    if (correlation < 0) return nullptr;
-    auto it = std::lower_bound(sorted_.begin(), sorted_.end(), correlation,
-                               [](const RuntimeCall& c, std::int64_t id) { return c.correlation < id; });
+  // Activities come nearly in the order of their ids, so the search starts where the last one ended
+  // and widens in steps of 1, 2, 4, ... (a binary search from scratch missed the cache on every step).
+  const RuntimeCall* launch_of(std::int64_t correlation) {
+    if (correlation < 0 || sorted_.empty()) return nullptr;
+    const auto below = [](const RuntimeCall& c, std::int64_t id) { return c.correlation < id; };
+    std::size_t from = 0, to = sorted_.size();  // the first call with this id or a later one is in [from, to]
+    const std::size_t n = sorted_.size();
+    std::size_t at = std::min(hint_, n - 1);
+    if (sorted_[at].correlation < correlation) {
+      std::size_t step = 1;
+      while (at + step < n && sorted_[at + step].correlation < correlation) at += step, step *= 2;
+      from = at + 1;
+      to = std::min(n, at + step);
+    } else {
+      std::size_t step = 1;
+      while (at >= step && sorted_[at - step].correlation >= correlation) at -= step, step *= 2;
+      from = at >= step ? at - step + 1 : 0;
+      to = at;
+    }
+    const auto it = std::lower_bound(sorted_.begin() + static_cast<std::ptrdiff_t>(from),
+                                     sorted_.begin() + static_cast<std::ptrdiff_t>(to), correlation, below);
+    hint_ = static_cast<std::size_t>(it - sorted_.begin());
     return it != sorted_.end() && it->correlation == correlation ? &*it : nullptr;
   }
 
  private:
   std::span<const RuntimeCall> sorted_;
+  std::size_t hint_ = 0;
 };
 
 // Matches GPU activities to the runtime calls that launched them (same correlation id), writing each
 // launch's start into the activity and the launch statistics per device. A call counts once however
 // many activities it started (a CUDA graph launch starts many).
 std::map<std::int64_t, LaunchAccumulator> join_launches(RankTimeline& timeline) {
-  const LaunchIndex index(timeline.runtime_calls, timeline.activities);
+  LaunchIndex index(timeline.runtime_calls, timeline.activities);
   std::map<std::int64_t, LaunchAccumulator> per_device;
   std::vector<bool> counted(timeline.runtime_calls.size());
   LaunchAccumulator* acc = nullptr;

@@ -2,6 +2,9 @@
 // the comments). Events are written out of time order, and kernels overlap across two streams.
 #include "trace/rank_analysis.h"
 
+#include <limits>
+#include <map>
+#include <random>
 #include <regex>
 #include <string>
 
@@ -258,6 +261,51 @@ TEST(RankAnalysis, GraphLaunchCountsOnceAndTheEarlierOfTwoCallsWins) {
     EXPECT_EQ(l.call_max_ns, 4 * us);
     EXPECT_EQ(l.delay_max_ns, 20 * us);             // b: 30 - 10
     EXPECT_EQ(l.delay_mean_ns, (10 + 20 + 8) * us / 3);  // a 10, b 20, c 40 - 32 = 8
+  }
+}
+
+// The launch join on random traces: activities in runs of rising ids with jumps back and forth (the
+// lookup starts where the last one ended), ids with no call, calls that launch nothing, ids with two
+// calls. Against a plain map from id to its earliest call.
+TEST(RankAnalysis, LaunchJoinMatchesAMapFromIdToTheEarliestCall) {
+  std::mt19937 random(5);
+  for (int round = 0; round < 40; ++round) {
+    std::string events;
+    std::map<int, std::pair<int, int>> earliest;  // id -> (start, duration) of its earliest call
+    const int ids = 20 + static_cast<int>(random() % 400);
+    for (int id = 0; id < ids; ++id) {
+      for (int calls = static_cast<int>(random() % 4) - 1; calls > 0; --calls) {  // 0, 1 or 2 calls
+        const int start = static_cast<int>(random() % 1000), duration = 1 + static_cast<int>(random() % 9);
+        events += fmt::format(R"({{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","ts":{},"dur":{},"args":{{"correlation":{}}}}},)",
+                              start, duration, id);
+        auto [it, fresh] = earliest.try_emplace(id, start, duration);
+        if (!fresh && start < it->second.first) it->second = {start, duration};
+      }
+    }
+    std::uint64_t launched = 0, unmatched = 0;
+    std::int64_t delay_max = std::numeric_limits<std::int64_t>::min();
+    int id = static_cast<int>(random() % ids);
+    const int activities = 10 + static_cast<int>(random() % 300);
+    for (int k = 0; k < activities; ++k) {
+      id = random() % 5 == 0 ? static_cast<int>(random() % ids) : std::min(ids - 1, id + static_cast<int>(random() % 3));
+      const int start = 2000 + k;
+      events += fmt::format(R"({{"ph":"X","cat":"kernel","name":"k","ts":{},"dur":1,"args":{{"device":0,"stream":7,"correlation":{}}}}},)",
+                            start, id);
+      if (auto it = earliest.find(id); it != earliest.end()) {
+        ++launched;
+        delay_max = std::max<std::int64_t>(delay_max, (start - it->second.first) * us);
+      } else {
+        ++unmatched;
+      }
+    }
+    events.pop_back();
+    const RankReport r = analyze_text(R"({"traceEvents": [)" + events + "]}");
+    const LaunchReport& l = device(r, 0).launch;
+    ASSERT_EQ(l.launched, launched) << "round " << round;
+    ASSERT_EQ(l.unmatched, unmatched) << "round " << round;
+    if (launched > 0) {
+      ASSERT_EQ(l.delay_max_ns, delay_max) << "round " << round;
+    }
   }
 }
 
