@@ -328,6 +328,33 @@ TEST(RankAnalysis, KernelWaitThresholdIsAnOption) {
   EXPECT_EQ(device(r, 0).idle.other_ns, 0);
 }
 
+// More kernel names than the builder's cache of recent names has slots, in an order that makes them
+// evict one another: each name still gets one id, and every kernel is counted under its own name.
+TEST(RankAnalysis, EveryKernelNameKeepsItsOwnCountWhateverTheCacheHolds) {
+  std::string events;
+  constexpr int kNames = 1500;
+  for (int round = 0; round < 3; ++round) {
+    for (int n = 0; n < kNames; ++n) {
+      const int name = round == 1 ? kNames - 1 - n : n;  // backwards once
+      events += fmt::format(R"json({{"ph":"X","cat":"kernel","name":"void kernel_{}<float>(int)","ts":{},"dur":{},)json"
+                            R"json("args":{{"device":0,"stream":7,"correlation":-1}}}},)json",
+                            name, 10 * (round * kNames + n), 1 + name % 5);
+    }
+  }
+  events.pop_back();
+  AnalysisOptions options;
+  options.top = 2 * kNames;
+  const RankReport r = analyze_text(R"({"traceEvents": [)" + events + "]}", {}, options);
+  const DeviceReport& d = device(r, 0);
+  ASSERT_EQ(d.top_kernels.size(), static_cast<std::size_t>(kNames));
+  for (const auto& k : d.top_kernels) {
+    ASSERT_EQ(k.count, 3u) << k.name;
+    ASSERT_TRUE(k.name.starts_with("void kernel_")) << k.name;
+    const int name = std::stoi(k.name.substr(std::string("void kernel_").size()));
+    ASSERT_EQ(k.total_ns, 3 * (1 + name % 5) * us) << k.name;
+  }
+}
+
 TEST(RankAnalysis, TopNLimitsTheKernelList) {
   AnalysisOptions options;
   options.top = 1;
