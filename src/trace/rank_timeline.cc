@@ -1,7 +1,6 @@
 #include "trace/rank_timeline.h"
 
 #include <algorithm>
-#include <cstring>
 
 namespace gpuscope::trace {
 namespace {
@@ -50,23 +49,9 @@ TransferDirection direction_of_memcpy(std::string_view name) {
 bool is_communication_kernel(std::string_view name) { return contains_ignoring_case(name, "nccl"); }
 
 TimelineBuilder::TimelineBuilder(RankTimeline& timeline, const std::regex& data_loading_pattern)
-    : timeline_(timeline), data_loading_pattern_(data_loading_pattern) {
-  recent_names_.fill(kNoName);
-}
+    : timeline_(timeline), data_loading_pattern_(data_loading_pattern) {}
 
 std::uint32_t TimelineBuilder::intern(std::string_view name) {
-  std::uint64_t first = 0, last = 0;
-  const std::size_t edge = std::min<std::size_t>(name.size(), 8);
-  std::memcpy(&first, name.data(), edge);
-  std::memcpy(&last, name.data() + name.size() - edge, edge);
-  const std::uint64_t fingerprint = (first * 0x9E3779B97F4A7C15ull) ^ (last * 0xC2B2AE3D27D4EB4Full) ^ name.size();
-  std::uint32_t& recent = recent_names_[(fingerprint >> 32) % recent_names_.size()];
-  if (recent != kNoName && timeline_.names[recent] == name) return recent;
-  recent = intern_slowly(name);
-  return recent;
-}
-
-std::uint32_t TimelineBuilder::intern_slowly(std::string_view name) {
   if (auto it = name_ids_.find(name); it != name_ids_.end()) return it->second;
   const auto id = static_cast<std::uint32_t>(timeline_.names.size());
   timeline_.names.emplace_back(name);

@@ -3,7 +3,6 @@
 // running totals; everything else in the trace is counted and dropped as it streams past.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -96,7 +95,6 @@ class TimelineBuilder : public TraceEventSink {
 
  private:
   std::uint32_t intern(std::string_view name);
-  std::uint32_t intern_slowly(std::string_view name);
   bool is_data_loading(std::string_view name);
 
   struct NameHash {
@@ -106,11 +104,6 @@ class TimelineBuilder : public TraceEventSink {
   RankTimeline& timeline_;
   const std::regex& data_loading_pattern_;
   std::unordered_map<std::string, std::uint32_t, NameHash, std::equal_to<>> name_ids_;
-  // In front of name_ids_: the id last interned in each slot, by a fingerprint of a name's length and
-  // first and last eight bytes. A trace has a few hundred kernel names, so almost every kernel's name is
-  // found here with one compare, without hashing its 100 or so bytes and walking the map's nodes.
-  static constexpr std::uint32_t kNoName = ~std::uint32_t{0};
-  std::array<std::uint32_t, 512> recent_names_;
   std::unordered_map<std::string, bool, NameHash, std::equal_to<>> data_loading_names_;
 };
 

@@ -328,9 +328,9 @@ TEST(RankAnalysis, KernelWaitThresholdIsAnOption) {
   EXPECT_EQ(device(r, 0).idle.other_ns, 0);
 }
 
-// More kernel names than the builder's cache of recent names has slots, in an order that makes them
-// evict one another: each name still gets one id, and every kernel is counted under its own name.
-TEST(RankAnalysis, EveryKernelNameKeepsItsOwnCountWhateverTheCacheHolds) {
+// Many kernel names, each seen three times (once in reverse order): each name gets one id, and every
+// kernel is counted under its own name.
+TEST(RankAnalysis, EveryKernelNameKeepsItsOwnCount) {
   std::string events;
   constexpr int kNames = 1500;
   for (int round = 0; round < 3; ++round) {
