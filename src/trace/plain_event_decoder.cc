@@ -23,7 +23,7 @@ struct PlainEventDecoder::Shape {
   };
 
   EventCategory category = EventCategory::kOther;
-  std::string literals;  // every literal run, then 16 bytes of padding for the 16-byte compares
+  std::string literals;  // every literal run, with 16 bytes of padding before and after for 16-byte compares
   std::vector<Value> values;
   std::uint32_t tail_begin = 0;  // the bytes after the last value, to the event's '}'
   std::uint32_t tail_size = 0;
@@ -52,7 +52,8 @@ template <std::size_t N>
 // 16-byte loads need a bound.
 struct PlainCursor {
   const char* p;
-  const char* last;  // the event's closing '}'
+  const char* last;   // the event's closing '}'
+  const char* begin;  // its opening '{'
 
   [[gnu::always_inline]] bool remaining_at_least(std::size_t n) const {
     return static_cast<std::size_t>(last + 1 - p) >= n;
@@ -175,27 +176,38 @@ struct PlainCursor {
     return true;
   }
 
-  // Whether the bytes at p are the literal's (which has kLiteralPadding readable bytes after it); moves
-  // past them.
+  // Whether the bytes at p are the literal's (which has kLiteralPadding readable bytes before and after
+  // it); moves past them. In 16-byte compares without a mask to work out per step: a literal of 16
+  // bytes or more as whole steps, the last one overlapping the one before; a shorter one as the bytes
+  // from p, or near the event's end as the 16 bytes that end with it.
   [[gnu::always_inline]] bool skip_literal(const char* literal, std::uint32_t size) {
     if (!remaining_at_least(size)) return false;
 #if defined(__SSE2__)
-    if (remaining_at_least(size + 16)) {
-      for (std::uint32_t at = 0; at < size; at += 16) {
-        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + at));
-        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(literal + at));
-        const unsigned equal = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(a, b)));
-        const std::uint32_t left = size - at;
-        const unsigned wanted = left >= 16 ? 0xFFFFu : (1u << left) - 1;
-        if ((equal & wanted) != wanted) return false;
+    auto same16 = [](const char* a, const char* b) {
+      return _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a)),
+                                              _mm_loadu_si128(reinterpret_cast<const __m128i*>(b))));
+    };
+    if (size >= 16) {
+      for (std::uint32_t at = 0; at + 16 < size; at += 16) {
+        if (same16(p + at, literal + at) != 0xFFFF) return false;
       }
-      p += size;
-      return true;
+      if (same16(p + size - 16, literal + size - 16) != 0xFFFF) return false;
+    } else if (remaining_at_least(16)) {
+      const unsigned wanted = (1u << size) - 1;
+      if ((static_cast<unsigned>(same16(p, literal)) & wanted) != wanted) return false;
+    } else if (p + size - begin >= 16) {
+      const unsigned wanted = 0xFFFFu & ~((1u << (16 - size)) - 1);
+      if ((static_cast<unsigned>(same16(p + size - 16, literal + size - 16)) & wanted) != wanted) return false;
+    } else if (std::memcmp(p, literal, size) != 0) {
+      return false;
     }
-#endif
+    p += size;
+    return true;
+#else
     if (std::memcmp(p, literal, size) != 0) return false;
     p += size;
     return true;
+#endif
   }
 };
 
@@ -234,7 +246,9 @@ std::optional<DecodeOutcome> complete_event_outcome(bool have_ts, bool have_dur,
 // Notes an event's shape as the reader goes: each value it parses closes the literal run before it.
 class ShapeRecorder {
  public:
-  ShapeRecorder(PlainEventDecoder::Shape& shape, const char* event) : shape_(shape), literal_from_(event) {}
+  ShapeRecorder(PlainEventDecoder::Shape& shape, const char* event) : shape_(shape), literal_from_(event) {
+    shape_.literals.append(kLiteralPadding, '\0');  // for the compares that end with a literal's last byte
+  }
 
   void value(const char* begin, const char* end, bool is_string, ValueRole role) {
     shape_.values.push_back(ShapeValue{literal(begin), static_cast<std::uint32_t>(begin - literal_from_), is_string, role});
@@ -262,7 +276,8 @@ class ShapeRecorder {
 class PlainEventReader {
  public:
   PlainEventReader(std::string_view bytes, const DecodeOptions& options, TraceEvent& event, ShapeRecorder* recorder)
-      : c_{bytes.data(), bytes.data() + bytes.size() - 1}, options_(options), event_(event), recorder_(recorder) {}
+      : c_{bytes.data(), bytes.data() + bytes.size() - 1, bytes.data()}, options_(options), event_(event),
+        recorder_(recorder) {}
 
   // `bytes` has at least two bytes, '{' first and '}' last.
   std::optional<DecodeOutcome> read() {
@@ -477,7 +492,7 @@ class PlainEventReader {
 // another shape, or a value decode_trace_event would report.
 std::optional<DecodeOutcome> read_by_shape(const PlainEventDecoder::Shape& shape, std::string_view bytes,
                                            TraceEvent& event) {
-  PlainCursor c{bytes.data(), bytes.data() + bytes.size() - 1};
+  PlainCursor c{bytes.data(), bytes.data() + bytes.size() - 1, bytes.data()};
   const char* literals = shape.literals.data();
   event = TraceEvent{};
   event.category = shape.category;
