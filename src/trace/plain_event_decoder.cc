@@ -211,6 +211,20 @@ struct PlainCursor {
   }
 };
 
+// A short token of digits alone, the usual id, stream or duration: its value, without the general
+// conversions' checks for signs, points, exponents and overflow. False for anything else.
+[[gnu::always_inline]] inline bool short_digits(std::string_view token, std::int64_t& value) {
+  if (token.size() > 8) return false;
+  std::int64_t v = 0;
+  for (const char c : token) {
+    const auto digit = static_cast<unsigned char>(c - '0');
+    if (digit > 9) return false;
+    v = v * 10 + digit;
+  }
+  value = v;
+  return true;
+}
+
 // Applies a value the analyses read to the event; false where decode_trace_event would report it.
 [[gnu::always_inline]] inline bool apply_number(ValueRole role, std::string_view token, TraceEvent& event) {
   std::int64_t* target = nullptr;
@@ -220,9 +234,14 @@ struct PlainCursor {
       return true;
     case ValueRole::kStart:
     case ValueRole::kDuration: {
+      std::int64_t& field = role == ValueRole::kStart ? event.start_ns : event.duration_ns;
+      if (short_digits(token, field)) {
+        field *= 1000;  // microseconds
+        return true;
+      }
       const auto ns = microseconds_text_to_ns(token);
       if (!ns) return false;
-      (role == ValueRole::kStart ? event.start_ns : event.duration_ns) = *ns;
+      field = *ns;
       return true;
     }
     case ValueRole::kDevice: target = &event.device; break;
@@ -230,6 +249,7 @@ struct PlainCursor {
     case ValueRole::kCorrelation: target = &event.correlation; break;
     case ValueRole::kBytes: target = &event.bytes; break;
   }
+  if (short_digits(token, *target)) return true;
   const auto value = integer_value(token);
   if (!value) return false;
   *target = *value;
