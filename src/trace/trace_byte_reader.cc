@@ -4,20 +4,47 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "trace/gzip_inflater.h"
 
 namespace gpuscope::trace {
 namespace {
 
 // Large enough that read() and inflate() calls are rare, small enough to stay in cache.
 constexpr std::size_t kCompressedChunk = 256 * 1024;
+
+// The size of the gzip member header at the start of `bytes`, once they hold all of it (10 bytes, the
+// extra field, the name and comment up to their zero bytes, the header CRC, as the flags say); nullopt
+// before. Something that is no gzip header counts as 10 bytes: the inflater says what is wrong.
+std::optional<std::size_t> gzip_header_size(const std::uint8_t* bytes, std::size_t size) {
+  constexpr std::uint8_t kHeaderCrc = 2, kExtra = 4, kName = 8, kComment = 16;
+  if (size < 10) return std::nullopt;
+  if (bytes[0] != 0x1f || bytes[1] != 0x8b) return 10;
+  const std::uint8_t flags = bytes[3];
+  std::size_t at = 10;
+  if ((flags & kExtra) != 0) {
+    if (size < at + 2) return std::nullopt;
+    at += 2 + (bytes[at] | static_cast<std::size_t>(bytes[at + 1]) << 8);
+  }
+  for (const std::uint8_t zero_ended : {kName, kComment}) {
+    if ((flags & zero_ended) == 0) continue;
+    if (at >= size) return std::nullopt;
+    const void* zero = std::memchr(bytes + at, 0, size - at);
+    if (zero == nullptr) return std::nullopt;
+    at = static_cast<std::size_t>(static_cast<const std::uint8_t*>(zero) - bytes) + 1;
+  }
+  if ((flags & kHeaderCrc) != 0) at += 2;
+  if (at > size) return std::nullopt;
+  return at;
+}
 
 }  // namespace
 
@@ -32,9 +59,10 @@ struct TraceByteReader::State {
   bool sniffed = false;
   bool source_done = false;
   bool stream_ended = false;  // the last gzip member ended cleanly
-  z_stream zs{};
-  bool zs_ready = false;
-  std::vector<unsigned char> compressed;
+  bool member_starts = false;  // the next compressed bytes begin a gzip member
+  std::unique_ptr<GzipInflater> inflater;
+  std::vector<std::uint8_t> compressed;
+  std::size_t compressed_end = 0;  // bytes of `compressed` read from the file; the inflater has the last of them
   // Bytes read before we knew whether the input is gzip.
   std::vector<char> sniff;
   std::size_t sniff_pos = 0;
@@ -45,7 +73,6 @@ struct TraceByteReader::State {
 
   ~State() {
     if (map != nullptr) ::munmap(map, map_size);
-    if (zs_ready) inflateEnd(&zs);
     if (fd >= 0) ::close(fd);
   }
 
@@ -87,54 +114,80 @@ struct TraceByteReader::State {
     sniff.assign(magic, magic + got);
     gzip = got == 2 && static_cast<unsigned char>(sniff[0]) == 0x1f && static_cast<unsigned char>(sniff[1]) == 0x8b;
     if (gzip) {
-      // 15 + 16: gzip wrapper only; members are restarted by hand below.
-      if (inflateInit2(&zs, 15 + 16) != Z_OK) {
-        return std::unexpected(TraceError{TraceErrorKind::kIo, -1, "zlib could not be initialized", {}});
-      }
-      zs_ready = true;
+      inflater = GzipInflater::make();
       compressed.resize(kCompressedChunk);
       std::memcpy(compressed.data(), sniff.data(), 2);
-      zs.next_in = compressed.data();
-      zs.avail_in = 2;
+      compressed_end = 2;
+      inflater->set_input(compressed.data(), compressed_end);
       sniff_pos = sniff.size();
+      member_starts = true;
     }
     return {};
   }
 
+  // Before a member: its whole header in the unread input, what is left moved to the front of the
+  // buffer and more read behind it, for igzip reads a header only when it has all of it at once
+  // (intel/isa-l#224: the flags of a header cut in two are lost). A header the buffer cannot hold (a
+  // name or an extra field of hundreds of KiB), or one the file ends inside, goes to zlib.
+  std::expected<void, TraceError> start_member(bool first) {
+    std::size_t unread = inflater->input_left();
+    for (;;) {
+      const std::uint8_t* at = compressed.data() + (compressed_end - unread);
+      if (gzip_header_size(at, unread)) break;
+      if (source_done || unread == compressed.size()) {
+        if (std::string_view(inflater->name()) != "zlib") {
+          inflater = GzipInflater::make(false);
+          first = true;
+        }
+        break;
+      }
+      std::memmove(compressed.data(), at, unread);
+      auto n = read_source(reinterpret_cast<char*>(compressed.data()) + unread, compressed.size() - unread);
+      if (!n) return std::unexpected(n.error());
+      if (*n == 0) source_done = true;
+      unread += *n;
+      compressed_end = unread;
+      inflater->set_input(compressed.data(), unread);
+    }
+    if (!first) inflater->next_member();
+    inflater->set_input(compressed.data() + (compressed_end - unread), unread);
+    return {};
+  }
+
+  // At least one byte (unless the stream ended), as much as the input read so far gives.
   std::expected<std::size_t, TraceError> inflate_into(char* dst, std::size_t cap) {
-    zs.next_out = reinterpret_cast<unsigned char*>(dst);
-    zs.avail_out = static_cast<uInt>(std::min<std::size_t>(cap, 1u << 30));
-    const uInt wanted = zs.avail_out;
-    while (zs.avail_out == wanted) {
-      if (zs.avail_in == 0 && !source_done) {
+    auto* out = reinterpret_cast<std::uint8_t*>(dst);
+    std::size_t written = 0;
+    while (written == 0 && cap > 0) {
+      if (inflater->input_left() == 0 && !source_done) {
         auto n = read_source(reinterpret_cast<char*>(compressed.data()), compressed.size());
         if (!n) return std::unexpected(n.error());
         if (*n == 0) source_done = true;
-        zs.next_in = compressed.data();
-        zs.avail_in = static_cast<uInt>(*n);
+        compressed_end = *n;
+        inflater->set_input(compressed.data(), compressed_end);
       }
-      if (zs.avail_in == 0 && source_done) {
+      if (inflater->input_left() == 0 && source_done) {
         if (stream_ended) break;
         return std::unexpected(TraceError{TraceErrorKind::kTruncated, static_cast<std::int64_t>(produced),
                                           "the gzip stream ends early (truncated file)", {}});
       }
       if (stream_ended) {
         // Another gzip member follows (concatenated .gz files are one stream to gunzip).
-        if (inflateReset(&zs) != Z_OK) break;
         stream_ended = false;
+        if (auto ok = start_member(false); !ok) return std::unexpected(ok.error());
+      } else if (member_starts) {
+        member_starts = false;
+        if (auto ok = start_member(true); !ok) return std::unexpected(ok.error());
       }
-      const int rc = inflate(&zs, Z_NO_FLUSH);
-      if (rc == Z_STREAM_END) {
-        stream_ended = true;
-      } else if (rc == Z_BUF_ERROR) {
-        continue;  // needs more input; read above
-      } else if (rc != Z_OK) {
+      auto step = inflater->inflate(out, cap);
+      if (!step) {
         return std::unexpected(TraceError{TraceErrorKind::kNotJson, static_cast<std::int64_t>(produced),
-                                          fmt::format("damaged gzip data ({})", zs.msg != nullptr ? zs.msg : "zlib error"),
-                                          {}});
+                                          fmt::format("damaged gzip data ({})", step.error()), {}});
       }
+      written = step->written;
+      stream_ended = step->member_ended;
     }
-    return wanted - zs.avail_out;
+    return written;
   }
 };
 

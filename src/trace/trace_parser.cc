@@ -760,7 +760,7 @@ class StreamingTraceParser {
   ParseSummary summary_;
   std::optional<TraceError> error_;
 
-  std::unique_ptr<char[]> buffer_;       // the window when reading through read(2) or zlib
+  std::unique_ptr<char[]> buffer_;       // the window when reading through read(2) or inflating
   std::span<const char> mapped_;         // the whole file when it is mapped
   const char* window_ = nullptr;         // data()[0]: in buffer_ or in mapped_
   std::uint64_t released_ = 0;           // mapped bytes before this were handed back

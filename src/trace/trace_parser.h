@@ -11,7 +11,7 @@
 // declines are parsed by On Demand one event at a time (which is also where errors are reported). A
 // plain file is mmap'ed and the window slides over the mapping (no copy through read(2)); the pages
 // behind the window are handed back with MADV_DONTNEED every 256 KiB, since mapped pages count in the
-// process's RSS while page-cache pages do not. Gzip is inflated by zlib into a window buffer. The peak
+// process's RSS while page-cache pages do not. Gzip is inflated (GzipInflater) into a window buffer. The peak
 // memory is the window, simdjson's buffers for the largest event, and what the sink keeps (about 72
 // bytes per GPU activity).
 #pragma once
