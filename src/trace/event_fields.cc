@@ -56,6 +56,29 @@ EventCategory category_of(std::string_view cat) {
   return EventCategory::kOther;
 }
 
+std::size_t json_number_length(std::string_view text) {
+  std::size_t i = 0;
+  auto digits = [&] {
+    const std::size_t from = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+    return i - from;
+  };
+  if (i < text.size() && text[i] == '-') ++i;
+  const std::size_t whole = i;
+  const std::size_t whole_digits = digits();
+  if (whole_digits == 0 || (text[whole] == '0' && whole_digits > 1)) return 0;
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    if (digits() == 0) return 0;
+  }
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+    if (digits() == 0) return 0;
+  }
+  return i;
+}
+
 std::optional<std::int64_t> integer_value(std::string_view token) {
   std::int64_t v = 0;
   const char* end = token.data() + token.size();

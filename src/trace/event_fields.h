@@ -2,6 +2,7 @@
 // become numbers; shared by the two event decoders (simdjson's and the plain one), which must agree.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -49,6 +50,10 @@ inline unsigned args_wanted(EventCategory c) {
   const auto u = static_cast<unsigned char>(c);
   return u <= ' ' && ((kSpaces >> u) & 1) != 0;
 }
+
+// The length of the JSON number at the start of `text`, by the grammar
+// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?; 0 when there is none.
+std::size_t json_number_length(std::string_view text);
 
 // A number token ("bytes", "device", ...) as an integer; a float where an integer is usual ("bytes":
 // 1.0e6) is rounded. nullopt when it is not a number or does not fit. The token may end in whitespace

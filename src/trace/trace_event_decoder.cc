@@ -1,5 +1,6 @@
 #include "trace/trace_event_decoder.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -45,7 +46,8 @@ EventProblem json_problem(simdjson::error_code code, std::string_view context) {
   return EventProblem{kind, fmt::format("{} ({})", context, simdjson::error_message(code)), nullptr};
 }
 
-// A number field's raw token, checked to be a number.
+// A number field's raw token, checked to be a number. On Demand hands over every byte up to the next
+// comma or bracket without checking them ("12a", "1.2.3"): the number must be all of it but whitespace.
 std::expected<std::string_view, EventProblem> number_token(od::value& value, std::string_view field) {
   const std::string_view token = value.raw_json_token();
   const char first = token.empty() ? ' ' : token.front();
@@ -54,7 +56,12 @@ std::expected<std::string_view, EventProblem> number_token(od::value& value, std
                                         fmt::format("field '{}' is {}, expected a number", field, type_name(first)),
                                         token.data()});
   }
-  return token;
+  const std::size_t length = json_number_length(token);
+  if (length == 0 || !std::all_of(token.begin() + static_cast<std::ptrdiff_t>(length), token.end(), is_json_space)) {
+    return std::unexpected(EventProblem{TraceErrorKind::kNotJson, fmt::format("field '{}' is not a valid number", field),
+                                        token.data()});
+  }
+  return token.substr(0, length);
 }
 
 std::expected<std::int64_t, EventProblem> time_field(od::value& value, std::string_view field) {

@@ -308,7 +308,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"ph a number", R"({"traceEvents": [{"ph": 1}]})", TraceErrorKind::kBadField, -1},
         BadInput{"negative duration", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1, "dur": -5}]})",
                  TraceErrorKind::kBadValue, 62},
-        BadInput{"complete event without ts", R"({"traceEvents": [{"ph": "X", "dur": 5}]})", TraceErrorKind::kBadField, -1}),
+        BadInput{"complete event without ts", R"({"traceEvents": [{"ph": "X", "dur": 5}]})", TraceErrorKind::kBadField, -1},
+        // Not numbers, though they start like one (simdjson hands the bytes up to the next comma over).
+        BadInput{"letters after ts", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 12a, "dur": 2}]})",
+                 TraceErrorKind::kNotJson, 52},
+        BadInput{"two points in dur", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1, "dur": 1.2.3}]})",
+                 TraceErrorKind::kNotJson, 62},
+        BadInput{"letters after a device", R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1, "dur": 2, "args": {"device": 3x}}]})",
+                 TraceErrorKind::kNotJson, 84}),
     [](const ::testing::TestParamInfo<BadInput>& info) {
       std::string name = info.param.label;
       for (char& c : name) {
