@@ -26,16 +26,9 @@ class GzipInflaterKind : public ::testing::TestWithParam<bool> {
 INSTANTIATE_TEST_SUITE_P(Inflaters, GzipInflaterKind, ::testing::Values(true, false),
                          [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "Igzip" : "Zlib"; });
 
-// Everything the reader gives, `chunk` bytes at a time, or the error.
 std::expected<std::string, TraceError> read_through(const std::string& gz, std::size_t chunk) {
   auto reader = TraceByteReader::from_memory(gz.data(), gz.size());
-  std::string out, buffer(chunk, '\0');
-  for (;;) {
-    auto n = reader.read(buffer.data(), buffer.size());
-    if (!n) return std::unexpected(n.error());
-    if (*n == 0) return out;
-    out.append(buffer.data(), *n);
-  }
+  return testing::read_all(reader, chunk);
 }
 
 // zlib's own inflate of a whole gzip stream (the reference).

@@ -83,23 +83,16 @@ std::vector<std::string_view> events_of(const std::string& json) {
   return out;
 }
 
-std::string read_all(const std::string& path) {
-  std::string out;
+std::string json_of(const std::string& path) {
   auto reader = TraceByteReader::open(path);
-  if (!reader) return out;
-  std::string chunk(1 << 20, '\0');
-  for (;;) {
-    auto n = reader->read(chunk.data(), chunk.size());
-    if (!n || *n == 0) break;
-    out.append(chunk.data(), *n);
-  }
-  return out;
+  if (!reader) return {};
+  return testing::read_all(*reader).value_or(std::string());
 }
 
 TEST(PlainEventDecoder, EveryEventOfTheRealTracesAsSimdjsonDecodesIt) {
   for (const char* name : {"trace_diff__control__control.json.gz", "trace_filter__sampled_rank-0.json.gz",
                            "trace_filter__sampled_rank-1.json.gz"}) {
-    const std::string json = read_all(testing::conformance_trace(name));
+    const std::string json = json_of(testing::conformance_trace(name));
     ASSERT_FALSE(json.empty()) << name;
     const auto events = events_of(json);
     ASSERT_GT(events.size(), 1000u) << name;

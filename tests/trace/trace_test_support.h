@@ -38,6 +38,17 @@ inline RankReport analyze_text(const std::string& json, ParseOptions options = {
   return analyze_rank(parsed.timeline, analysis);
 }
 
+// Everything `reader` gives, `chunk` bytes at a time, or the first error.
+inline std::expected<std::string, TraceError> read_all(TraceByteReader& reader, std::size_t chunk = 1 << 20) {
+  std::string out, buffer(chunk, '\0');
+  for (;;) {
+    auto n = reader.read(buffer.data(), buffer.size());
+    if (!n) return std::unexpected(n.error());
+    if (*n == 0) return out;
+    out.append(buffer.data(), *n);
+  }
+}
+
 inline std::string gzip_text(const std::string& text) {
   z_stream zs{};
   deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
