@@ -45,6 +45,7 @@ inline unsigned args_wanted(EventCategory c) {
   }
 }
 
+// JSON whitespace, with one compare and one bit test.
 [[gnu::always_inline]] inline bool is_json_space(char c) {
   constexpr std::uint64_t kSpaces = (1ull << ' ') | (1ull << '\n') | (1ull << '\r') | (1ull << '\t');
   const auto u = static_cast<unsigned char>(c);

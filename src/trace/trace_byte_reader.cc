@@ -147,7 +147,6 @@ struct TraceByteReader::State {
       if (*n == 0) source_done = true;
       unread += *n;
       compressed_end = unread;
-      inflater->set_input(compressed.data(), unread);
     }
     if (!first) inflater->next_member();
     inflater->set_input(compressed.data() + (compressed_end - unread), unread);

@@ -15,6 +15,7 @@
 #endif
 #include <simdjson.h>
 
+#include "trace/event_fields.h"
 #include "trace/json_structure_scanner.h"
 #include "trace/plain_event_decoder.h"
 #include "trace/trace_event_decoder.h"
@@ -31,13 +32,6 @@ constexpr std::uint64_t kReleaseStep = 256u << 10;  // hand mapped pages back in
 // One byte before the data (room for '[') and simdjson's padding plus one (room for ']') after it.
 constexpr std::size_t kLead = 1;
 constexpr std::size_t kTail = simdjson::SIMDJSON_PADDING + 1;
-
-// JSON whitespace, with one compare and one bit test.
-constexpr bool is_space(char c) {
-  constexpr std::uint64_t kSpaces = (1ull << ' ') | (1ull << '\n') | (1ull << '\r') | (1ull << '\t');
-  const auto u = static_cast<unsigned char>(c);
-  return u <= ' ' && ((kSpaces >> u) & 1) != 0;
-}
 
 enum class Phase {
   kStart,           // before the top-level value
@@ -102,7 +96,7 @@ std::optional<LeadingMembers> kineto_leading_members(const char* p, const char* 
   if (*ph != "X") return LeadingMembers{*ph, {}};  // decided by the phase alone
   p = ph->data() + ph->size() + 1;
   if (p == end || *p != ',') return std::nullopt;
-  for (++p; p < end && is_space(*p);) ++p;
+  for (++p; p < end && is_json_space(*p);) ++p;
   if (!starts_with(p, kCat)) return std::nullopt;
   const auto cat = unescaped_string(p + kCat.size(), end);
   if (!cat) return std::nullopt;
@@ -117,13 +111,13 @@ LeadingMembers leading_members(const char* event, std::size_t size) {
   if (std::string_view(first_key, static_cast<std::size_t>(end - first_key)).starts_with(kKinetoIndent)) {
     first_key += kKinetoIndent.size() - 1;
   } else {
-    while (first_key < end && is_space(*first_key)) ++first_key;
+    while (first_key < end && is_json_space(*first_key)) ++first_key;
   }
   if (auto kineto = kineto_leading_members(first_key, end)) return *kineto;
   LeadingMembers found;
   const char* p = first_key;
   auto skip_space = [&] {
-    while (p < end && is_space(*p)) ++p;
+    while (p < end && is_json_space(*p)) ++p;
     return p < end;
   };
   // A string without escapes whose opening quote is at p, with p moved past it; empty (and p at end)
@@ -155,7 +149,7 @@ LeadingMembers leading_members(const char* event, std::size_t size) {
     } else if (*p == '{' || *p == '[') {
       break;
     } else {
-      while (p < end && *p != ',' && *p != '}' && !is_space(*p)) ++p;  // a number or literal
+      while (p < end && *p != ',' && *p != '}' && !is_json_space(*p)) ++p;  // a number or literal
     }
     if (!skip_space() || *p != ',') break;
     ++p;
@@ -320,7 +314,7 @@ class StreamingTraceParser {
 
   // Skips whitespace; false when the window ran out.
   bool skip_space() {
-    while (pos_ < len_ && is_space(data()[pos_])) ++pos_;
+    while (pos_ < len_ && is_json_space(data()[pos_])) ++pos_;
     return pos_ < len_;
   }
 
@@ -450,7 +444,7 @@ class StreamingTraceParser {
     }
     // true, false, null or a number: up to the next delimiter.
     std::size_t end = pos_;
-    while (end < len_ && !is_space(data()[end]) && data()[end] != ',' && data()[end] != '}' && data()[end] != ']') ++end;
+    while (end < len_ && !is_json_space(data()[end]) && data()[end] != ',' && data()[end] != '}' && data()[end] != ']') ++end;
     if (end == len_ && !eof_) return Step::kNeedMore;
     const std::string_view token(data() + pos_, end - pos_);
     const bool literal = token == "true" || token == "false" || token == "null";
@@ -585,10 +579,10 @@ class StreamingTraceParser {
     const char* d = data();
     if (to - from == 4 && !first_element_ && !before_close && std::memcmp(d + from, ",\n  ", 4) == 0) return true;
     std::size_t i = from;
-    while (i < to && is_space(d[i])) ++i;
+    while (i < to && is_json_space(d[i])) ++i;
     if (!first_element_ && !before_close) {
       if (i == to || d[i] != ',') return check_unusual_gap(from, to, before_close);
-      for (++i; i < to && is_space(d[i]);) ++i;
+      for (++i; i < to && is_json_space(d[i]);) ++i;
     }
     return i == to || check_unusual_gap(from, to, before_close);
   }
@@ -600,7 +594,7 @@ class StreamingTraceParser {
     std::size_t bad_at = to;
     std::size_t last_comma = to;
     for (std::size_t i = from; i < to; ++i) {
-      if (is_space(d[i])) continue;
+      if (is_json_space(d[i])) continue;
       if (d[i] == ',') {
         ++commas;
         last_comma = i;
