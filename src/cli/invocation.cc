@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "model/printable_text.h"
+
 namespace gpuscope::cli {
 namespace {
 
@@ -18,11 +20,12 @@ constexpr std::string_view kGlobalFooter =
     "Exit codes: 0 ok, 1 runtime failure (NVML init failed), 2 usage error, 3 no NVML library found.";
 
 // CLI11's messages can span lines; usage errors are one line so scripts can grep them.
+// Control bytes from outside (a flag's value, a library's message) are escaped, not sent to the terminal.
 std::string one_line(std::string_view text) {
   std::string s(text);
   std::replace(s.begin(), s.end(), '\n', ' ');
   while (!s.empty() && s.back() == ' ') s.pop_back();
-  return s;
+  return model::printable_text(s);
 }
 
 }  // namespace

@@ -95,6 +95,10 @@ std::expected<CommandLine, std::string> parse_command_line(std::span<const char*
 
 namespace {
 
+bool looks_like_scenario(std::string_view word) {
+  return word.ends_with(".yaml") || word.ends_with(".yml") || word.find('/') != std::string_view::npos;
+}
+
 int dispatch(std::span<const char* const> argv, Invocation& inv) {
   auto cl = parse_command_line(argv);
   if (!cl) return usage_error(inv.err, cl.error());
@@ -118,6 +122,11 @@ int dispatch(std::span<const char* const> argv, Invocation& inv) {
   if (cl->verb == "rules") return run_rules(args, inv);  // rule files only: never opens NVML
   if (cl->verb == "backtest") return run_backtest(args, inv);  // always the simulator, on a virtual clock
   if (cl->verb.empty()) return usage_error(inv.err, "no command given (list, info, query, dmon, serve, eval, trace, rules, backtest; see 'gpuscope --help')");
+  if (cl->global.simulate && cl->global.scenario.empty() && looks_like_scenario(cl->verb)) {
+    // `--simulate FILE` reads FILE as the command: the scenario needs '=' (a bare --simulate is valid alone).
+    return usage_error(inv.err, fmt::format("unknown command '{}': to simulate that scenario, write --simulate={}",
+                                            cl->verb, cl->verb));
+  }
   return usage_error(inv.err,
                      fmt::format("unknown command '{}' (list, info, query, dmon, serve, eval, trace, rules, backtest; see 'gpuscope --help')", cl->verb));
 }

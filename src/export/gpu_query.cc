@@ -127,6 +127,17 @@ std::optional<std::string> identity_text(IdentityColumn column, const QueryConte
   return std::nullopt;
 }
 
+int identity_error(IdentityColumn column, const GpuView& gpu) {
+  switch (column) {
+    case IdentityColumn::kIndex:
+    case IdentityColumn::kDriverVersion:
+    case IdentityColumn::kTimestamp:
+    case IdentityColumn::kCount: return 0;  // known without the GPU's handle
+    default: break;
+  }
+  return gpu.info.discovery_error;
+}
+
 std::vector<std::string> gpu_query_names() {
   std::vector<std::string> names;
   for (const auto& id : kIdentityNames) names.emplace_back(id.name);

@@ -53,6 +53,10 @@ std::vector<std::string> gpu_query_names();
 // did not report it.
 std::optional<std::string> identity_text(IdentityColumn column, const QueryContext& context, const GpuView& gpu);
 
+// NVML's code for why an identity column the GPU itself reports (name, UUID, bus id, ...) is unknown:
+// the GPU's handle failed at discovery (a lost GPU). 0 when it is known or simply not reported.
+int identity_error(IdentityColumn column, const GpuView& gpu);
+
 // Splits "a, b,c" on commas and trims each part; shared by the query lists.
 std::vector<std::string_view> split_name_list(std::string_view list);
 

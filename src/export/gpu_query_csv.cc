@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "export/nvml_error_text.h"
 #include "export/smi_value_text.h"
 
 namespace gpuscope::exporter {
@@ -27,7 +28,13 @@ std::string gpu_query_csv_rows(std::span<const GpuColumn> columns, const QueryCo
     for (std::size_t i = 0; i < columns.size(); ++i) {
       if (i > 0) out += ", ";
       if (const auto* identity = std::get_if<IdentityColumn>(&columns[i].source)) {
-        out += identity_text(*identity, context, gpu).value_or(kNotAvailable);
+        if (auto text = identity_text(*identity, context, gpu)) {
+          out += *text;
+        } else if (const int why = identity_error(*identity, gpu); why != 0) {
+          out += fmt::format("[{}]", nvml_error_text(why));
+        } else {
+          out += kNotAvailable;
+        }
         continue;
       }
       const auto field = std::get<model::FieldId>(columns[i].source);

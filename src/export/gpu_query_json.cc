@@ -36,7 +36,11 @@ nlohmann::ordered_json gpu_query_json(std::span<const GpuColumn> columns, const 
     for (const auto& column : columns) {
       if (const auto* identity = std::get_if<IdentityColumn>(&column.source)) {
         if (*identity == IdentityColumn::kTimestamp) continue;
-        if (auto value = identity_json(*identity, context, gpu); !value.is_null()) row[column.name] = std::move(value);
+        if (auto value = identity_json(*identity, context, gpu); !value.is_null()) {
+          row[column.name] = std::move(value);
+        } else if (const int why = identity_error(*identity, gpu); why != 0) {
+          errors[column.name] = nvml_error_text(why);
+        }
         continue;
       }
       const auto field = std::get<model::FieldId>(column.source);

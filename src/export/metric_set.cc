@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -9,6 +12,8 @@
 #include <string>
 
 #include <fmt/format.h>
+
+#include "model/printable_text.h"
 
 namespace gpuscope::exporter {
 namespace {
@@ -116,7 +121,10 @@ std::expected<LoadedMetricSet, std::string> parse_metric_set(std::string_view te
     pos = end + 1;
     ++line_no;
     if (line.empty() || line.front() == '#') continue;
-    auto where = [&](std::string_view what) { return fmt::format("{}:{}: {}", source, line_no, what); };
+    // The line is echoed in messages: a binary file's bytes are escaped, not sent to the terminal raw.
+    auto where = [&](std::string_view what) {
+      return fmt::format("{}:{}: {}", source, line_no, model::printable_text(what));
+    };
 
     const auto c1 = line.find(',');
     const auto c2 = c1 == std::string_view::npos ? c1 : line.find(',', c1 + 1);
@@ -158,12 +166,26 @@ std::expected<LoadedMetricSet, std::string> parse_metric_set(std::string_view te
     }
     out.set.fields.push_back({*id, metric_type, std::string(help), std::string(name)});
   }
+  // An agent that exports no GPU field at all is a mistake (an empty or truncated file), not a choice.
+  if (out.set.fields.empty()) {
+    return std::unexpected(fmt::format("{}: no fields to export (the file has no 'FIELD, type, help' line{})", source,
+                                       out.warnings.empty() ? "" : " that gpuscope collects"));
+  }
   return out;
 }
 
 std::expected<LoadedMetricSet, std::string> load_metric_set(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return std::unexpected(fmt::format("{}: is a directory, not a collectors file", path));
+  }
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) return std::unexpected(fmt::format("{}: cannot read the collectors file", path));
+  if (!in) {
+    const int why = errno;
+    return std::unexpected(fmt::format("{}: cannot read the collectors file: {}", path,
+                                       why != 0 ? std::strerror(why) : "cannot open"));
+  }
   // Read through the stream, not `ss << in.rdbuf()`: that swallows a read error (a directory opens but
   // fails with EISDIR) into an empty text, which would load as an empty set; here it sets badbit.
   std::string text;

@@ -37,6 +37,9 @@ struct GpuInfo {
   std::optional<bool> ecc_enabled;
   std::optional<unsigned> slowdown_temp_celsius;
   std::optional<unsigned> shutdown_temp_celsius;
+  // NVML's return code when the GPU's handle could not be had at discovery (e.g. 15, GPU is lost): its
+  // identity above is then unknown, and views say why rather than "[Unknown]" or "[N/A]". 0 otherwise.
+  int discovery_error = 0;
 
   // "nvidia<minor>", dcgm-exporter's `device` label; empty when the minor number is unknown.
   std::string device_name() const;

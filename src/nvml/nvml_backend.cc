@@ -112,6 +112,7 @@ std::string simulator_library_path() {
 
 std::expected<std::unique_ptr<NvmlBackend>, BackendError> NvmlBackend::open(const BackendOptions& options) {
   std::vector<std::string> candidates;
+  std::string named_by;  // the environment variable that named the library, if one did
   // The simulator reads its scenario from the environment at nvmlInit.
   std::optional<ScopedEnv> scenario_env, quiet_env;
   if (options.simulate) {
@@ -130,12 +131,21 @@ std::expected<std::unique_ptr<NvmlBackend>, BackendError> NvmlBackend::open(cons
     candidates.push_back(options.library_path);
   } else if (const char* env = std::getenv("GPUSCOPE_NVML_LIB"); env != nullptr && *env != '\0') {
     candidates.push_back(env);
+    named_by = "GPUSCOPE_NVML_LIB";
   } else {
     candidates = {"libnvidia-ml.so.1", "libnvidia-ml.so"};
   }
 
   auto lib = NvmlLibrary::open(candidates);
-  if (!lib) return std::unexpected(lib.error());
+  if (!lib) {
+    // A library named in the environment is easy to forget: the error says where the name came from.
+    if (!named_by.empty()) {
+      auto error = lib.error();
+      error.message = fmt::format("{}={}: {}", named_by, candidates.front(), error.message);
+      return std::unexpected(std::move(error));
+    }
+    return std::unexpected(lib.error());
+  }
 
   std::unique_ptr<NvmlBackend> backend(new NvmlBackend());
   backend->library_ = std::move(*lib);
@@ -210,6 +220,7 @@ std::expected<void, BackendError> NvmlBackend::discover() {
       state->device = nullptr;
       state->up = false;
       state->down_code = static_cast<int>(rc);
+      info.discovery_error = static_cast<int>(rc);
     } else {
       read_static(*state, info);
     }
@@ -241,6 +252,7 @@ void NvmlBackend::read_static(GpuState& s, model::GpuInfo& info) {
     return v;
   };
 
+  info.discovery_error = 0;
   if (auto idx = uint(L.nvmlDeviceGetIndex)) info.index = *idx;
   info.minor_number = uint(L.nvmlDeviceGetMinorNumber);
   info.name = text(L.nvmlDeviceGetName, NVML_DEVICE_NAME_BUFFER_SIZE).value_or("");

@@ -1,5 +1,9 @@
 #include "cli/run_cli.h"
 
+#include <algorithm>
+#include <cstdlib>
+
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -101,6 +105,26 @@ TEST(RunCli, NoLibraryExitsThreeAndSuggestsSimulate) {
     EXPECT_THAT(r.err, HasSubstr("--simulate"));
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
   }
+}
+
+TEST(RunCli, LibraryNamedByTheEnvironmentSaysSo) {
+  setenv("GPUSCOPE_NVML_LIB", "/nonexistent/libnvidia-ml.so.1", 1);
+  auto r = run_gpuscope({"list"});
+  unsetenv("GPUSCOPE_NVML_LIB");
+  EXPECT_EQ(r.code, 3);
+  EXPECT_THAT(r.err, StartsWith("gpuscope: GPUSCOPE_NVML_LIB=/nonexistent/libnvidia-ml.so.1: NVML library not found"));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+}
+
+TEST(RunCli, ScenarioAfterBareSimulateHintsAtTheEqualsSign) {
+  for (const char* file : {"scenarios/ecc.yaml", "ecc.yml"}) {
+    expect_usage_error(run_gpuscope({"--simulate", file, "list"}),
+                       fmt::format("unknown command '{}': to simulate that scenario, write --simulate={}", file, file));
+  }
+  // Without --simulate an unknown word is just an unknown command.
+  auto r = run_gpuscope({"ecc.yaml", "list"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("unknown command 'ecc.yaml' (list, info"));
 }
 
 TEST(ParseCommandLine, SimulateWithoutScenario) {

@@ -53,6 +53,23 @@ TEST_F(SimulatedVerbs, ListHasOneLinePerGpu) {
   }
 }
 
+TEST_F(SimulatedVerbs, GpuLostAtDiscoveryIsListedAsLostNotUnknown) {
+  // scenarios/gpu_lost.yaml: GPU 1 answers NVML_ERROR_GPU_IS_LOST from 1m to 2m, handle lookups included.
+  setenv("GPUSCOPE_SIM_TIME", "90", 1);
+  const std::string scenario = std::string("--simulate=") + GPUSCOPE_SOURCE_DIR + "/scenarios/gpu_lost.yaml";
+  auto list = run_gpuscope({scenario, "--nvml-lib", GPUSCOPE_SIM_LIB, "list"});
+  ASSERT_EQ(list.code, 0) << list.err;
+  auto lines = lines_of(list.out);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_THAT(lines[0], StartsWith("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-"));
+  EXPECT_EQ(lines[1], "GPU 1: [GPU is lost] (UUID: [GPU is lost])");
+
+  auto query = run_gpuscope({scenario, "--nvml-lib", GPUSCOPE_SIM_LIB, "query", "--query-gpu=index,name,uuid,temperature.gpu",
+                             "--format=csv,noheader", "-i", "1"});
+  ASSERT_EQ(query.code, 0) << query.err;
+  EXPECT_EQ(query.out, "1, [GPU is lost], [GPU is lost], [GPU is lost]\n");
+}
+
 TEST_F(SimulatedVerbs, InfoJsonNamesTheSimulatorLibrary) {
   auto r = sim({"info", "--format", "json", "-i", "0"});
   ASSERT_EQ(r.code, 0) << r.err;

@@ -323,6 +323,16 @@ TEST(ServeE2e, CollectorsFileWithATypoIsRefusedNamingTheLine) {
   EXPECT_EQ(r.err, "gpuscope: " + file + ":5: unknown field 'DCGM_FI_DEV_GPU_TEMPP' (did you mean DCGM_FI_DEV_GPU_TEMP?)\n");
 }
 
+TEST(ServeE2e, EmptyCollectorsFileIsRefusedRatherThanServingNoGpuField) {
+  TempDir dir;
+  const auto file = dir.write("counters.csv", "# DCGM FIELD, Prometheus metric type, help message\n\n");
+  auto r = run_command({kExe, "--simulate=" + scenario("demo.yaml"), "serve", "--listen", "127.0.0.1:0",
+                        "--collectors", file},
+                       frozen_env(600), 20);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "gpuscope: " + file + ": no fields to export (the file has no 'FIELD, type, help' line)\n");
+}
+
 TEST(ServeE2e, DcgmExporterCollectorsFileWorksAndSighupReloadKeepsTheOldOneWhenBroken) {
   TempDir dir;
   // dcgm-exporter's own format, with a field gpuscope does not read (skipped with a warning) and the

@@ -22,6 +22,18 @@ TEST(GpuList, GpuWithoutIdentityIsStillListed) {
   EXPECT_EQ(gpu_list_json(gpus).dump(), R"({"gpus":[{"index":3}]})");
 }
 
+TEST(GpuList, GpuLostAtDiscoverySaysSo) {
+  model::GpuInfo lost;
+  lost.index = 1;
+  lost.discovery_error = 15;  // NVML_ERROR_GPU_IS_LOST from nvmlDeviceGetHandleByIndex
+  std::vector<model::GpuInfo> gpus{testing::h100_info(0), lost};
+  EXPECT_EQ(gpu_list_text(gpus),
+            "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-5e5c1a8a-1111-2222-3333-444455556666)\n"
+            "GPU 1: [GPU is lost] (UUID: [GPU is lost])\n");
+  EXPECT_EQ(gpu_list_json(std::span(gpus).subspan(1)).dump(),
+            R"({"gpus":[{"index":1,"error":"GPU is lost","error_code":15}]})");
+}
+
 TEST(GpuList, Json) {
   std::vector<model::GpuInfo> gpus{testing::h100_info(0)};
   EXPECT_EQ(gpu_list_json(gpus).dump(),

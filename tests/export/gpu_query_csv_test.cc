@@ -66,6 +66,16 @@ TEST_F(GpuQueryCsv, LostGpuKeepsIdentityColumns) {
             "0, GPU-5e5c1a8a-1111-2222-3333-444455556666, [GPU is lost], [GPU is lost]\n");
 }
 
+TEST_F(GpuQueryCsv, GpuLostAtDiscoverySaysLostNotNotAvailable) {
+  info = model::GpuInfo{};
+  info.index = 1;
+  info.discovery_error = 15;
+  sample.up = false;
+  sample.down_error_code = 15;
+  EXPECT_EQ(rows("index,name,uuid,pci.bus_id,driver_version,temperature.gpu"),
+            "1, [GPU is lost], [GPU is lost], [GPU is lost], 580.65.06, [GPU is lost]\n");
+}
+
 TEST_F(GpuQueryCsv, IdentityColumns) {
   EXPECT_EQ(rows("pci.bus_id,driver_version,timestamp,count,serial,compute_cap"),
             "00000000:18:00.0, 580.65.06, 2026/01/01 00:10:00.000, 1, 1650123456789, 9.0\n");

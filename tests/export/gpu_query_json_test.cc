@@ -64,6 +64,16 @@ TEST_F(GpuQueryJson, LostGpuHasIdentityAndErrorsOnly) {
             R"({"index":0,"uuid":"GPU-5e5c1a8a-1111-2222-3333-444455556666","errors":{"temperature.gpu":"GPU is lost"}})");
 }
 
+TEST_F(GpuQueryJson, GpuLostAtDiscoveryNamesWhyItsIdentityIsMissing) {
+  info = model::GpuInfo{};
+  info.index = 1;
+  info.discovery_error = 15;
+  sample.up = false;
+  sample.down_error_code = 15;
+  auto gpu = render("index,name,driver_version")["gpus"][0];
+  EXPECT_EQ(gpu.dump(), R"({"index":1,"driver_version":"580.65.06","errors":{"name":"GPU is lost"}})");
+}
+
 TEST_F(GpuQueryJson, DimensionlessAndCodedFieldsAreNumbers) {
   auto gpu = render("pstate,clocks_event_reasons.active")["gpus"][0];
   EXPECT_EQ(gpu["pstate"], 0);

@@ -139,14 +139,28 @@ TEST(ParseMetricSet, WindowsLineEndingsAndNoFinalNewline) {
   EXPECT_EQ(loaded->set.fields[1].help, "Framebuffer used (in MiB).");
 }
 
-TEST(ParseMetricSet, EmptyOrCommentOnlyTextIsAnEmptySet) {
+TEST(ParseMetricSet, TextWithoutFieldsIsAnErrorNotAnEmptySet) {
+  // An agent exporting no GPU field is a mistake (an empty or truncated file); on SIGHUP the error keeps
+  // the previous set instead of silently emptying /metrics.
   for (std::string_view text : {"", "\n\n", "# only a comment\n", "  \n\t# x\n"}) {
     auto loaded = parse_metric_set(text, "e.csv");
-    ASSERT_TRUE(loaded.has_value()) << loaded.error();
-    EXPECT_TRUE(loaded->set.fields.empty());
-    EXPECT_TRUE(loaded->warnings.empty());
-    EXPECT_FALSE(loaded->set.driver_version_label);
+    ASSERT_FALSE(loaded.has_value()) << "loaded an empty set from '" << text << "'";
+    EXPECT_EQ(loaded.error(), "e.csv: no fields to export (the file has no 'FIELD, type, help' line)");
   }
+  auto only_skipped = parse_metric_set("DCGM_FI_DEV_COUNT, gauge, n\nDCGM_FI_DRIVER_VERSION, label, v\n", "s.csv");
+  ASSERT_FALSE(only_skipped.has_value());
+  EXPECT_EQ(only_skipped.error(),
+            "s.csv: no fields to export (the file has no 'FIELD, type, help' line that gpuscope collects)");
+}
+
+TEST(ParseMetricSet, BinaryBytesAreEscapedInMessages) {
+  auto loaded = parse_metric_set(std::string_view("\x7f" "ELF\x02\x01\x01\x00\x00, gauge\n", 16), "bin.csv");
+  ASSERT_FALSE(loaded.has_value());
+  EXPECT_EQ(loaded.error(), "bin.csv:1: expected 'FIELD, type, help', got '\\x7fELF\\x02\\x01\\x01\\x00\\x00, gauge'");
+  auto field = parse_metric_set("DCGM_\x1b[2J, gauge, x\n", "esc.csv");
+  ASSERT_FALSE(field.has_value());
+  EXPECT_EQ(field.error().find('\x1b'), std::string::npos) << field.error();
+  EXPECT_NE(field.error().find("DCGM_\\x1b[2J"), std::string::npos) << field.error();
 }
 
 TEST(ParseMetricSet, DriverVersionLabelLineTurnsTheLabelOn) {
@@ -309,27 +323,27 @@ TEST_F(LoadMetricSet, ParseErrorsNameThePath) {
   EXPECT_EQ(loaded.error(), path + ":2: unknown field 'DCGM_FI_DEV_WHAT'");
 }
 
-TEST_F(LoadMetricSet, AnEmptyFileIsAnEmptySet) {
+TEST_F(LoadMetricSet, AnEmptyFileIsAnError) {
   const auto path = write("empty.csv", "");
   auto loaded = load_metric_set(path);
-  ASSERT_TRUE(loaded.has_value()) << loaded.error();
-  EXPECT_TRUE(loaded->set.fields.empty());
+  ASSERT_FALSE(loaded.has_value());
+  EXPECT_EQ(loaded.error(), path + ": no fields to export (the file has no 'FIELD, type, help' line)");
 }
 
-TEST_F(LoadMetricSet, AMissingFileIsAnError) {
+TEST_F(LoadMetricSet, AMissingFileIsAnErrorWithTheReason) {
   const auto path = (dir_ / "does-not-exist.csv").string();
   auto loaded = load_metric_set(path);
   ASSERT_FALSE(loaded.has_value());
-  EXPECT_EQ(loaded.error(), path + ": cannot read the collectors file");
+  EXPECT_EQ(loaded.error(), path + ": cannot read the collectors file: No such file or directory");
 }
 
-TEST_F(LoadMetricSet, ADirectoryIsUnreadableNotAnEmptySet) {
-  // `--collectors /etc/dcgm-exporter/` (the folder, not the file) opens but cannot be read: it must fail
-  // rather than load an empty set and silently export no DCGM field.
+TEST_F(LoadMetricSet, ADirectoryIsSaidToBeOne) {
+  // `--collectors /etc/dcgm-exporter/` (the folder, not the file) must fail rather than load an empty set
+  // and silently export no DCGM field.
   const auto path = dir_.string();
   auto loaded = load_metric_set(path);
   ASSERT_FALSE(loaded.has_value()) << "loaded " << loaded->set.fields.size() << " fields from a directory";
-  EXPECT_EQ(loaded.error(), path + ": cannot read the collectors file");
+  EXPECT_EQ(loaded.error(), path + ": is a directory, not a collectors file");
 }
 
 }  // namespace
