@@ -109,6 +109,7 @@ struct DeviceReport {
 struct StepStats {
   std::uint64_t count = 0;
   std::int64_t mean_ns = 0;
+  std::int64_t median_ns = 0;  // the straggler is judged on it: one odd step (warm-up, a checkpoint) cannot move it
   std::int64_t max_ns = 0;
 };
 
@@ -116,6 +117,7 @@ struct RankReport {
   std::string file;
   std::optional<std::int64_t> rank;
   std::optional<std::int64_t> world_size;
+  std::optional<std::string> backend;
   ParseSummary parse;
   double parse_seconds = 0;
   std::int64_t span_start_ns = 0;
