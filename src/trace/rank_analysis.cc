@@ -291,6 +291,11 @@ RankReport analyze_rank(RankTimeline& timeline, const AnalysisOptions& options) 
     const std::size_t n = lengths.size();
     report.steps.median_ns = n % 2 == 1 ? lengths[n / 2] : (lengths[n / 2 - 1] + lengths[n / 2]) / 2;
   }
+  if (!timeline.step_numbers.empty()) {
+    const auto [first, last] = std::minmax_element(timeline.step_numbers.begin(), timeline.step_numbers.end());
+    report.steps.first_number = *first;
+    report.steps.last_number = *last;
+  }
   const auto data_loading = merge_intervals(timeline.data_loading);
   report.data_loading_ns = total_length(data_loading);
 

@@ -46,6 +46,23 @@ std::string rank_label(const RankReport& r) {
   return rank >= 0 ? fmt::format("rank {}", rank) : file_name(r);
 }
 
+// "KEY: a, b; KEY2: c": the files grouped by key(file), groups in the order of their first file; files
+// whose key is empty are left out.
+template <typename Key>
+std::string grouped_files(const std::vector<RankReport>& ranks, Key key) {
+  std::vector<std::pair<std::string, std::vector<const RankReport*>>> groups;
+  for (const auto& r : ranks) {
+    std::string k = key(r);
+    if (k.empty()) continue;
+    auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == k; });
+    if (group == groups.end()) group = groups.insert(groups.end(), {std::move(k), {}});
+    group->second.push_back(&r);
+  }
+  std::string out;
+  for (const auto& [k, files] : groups) out += fmt::format("{}{}: {}", out.empty() ? "" : "; ", k, file_list(files));
+  return out;
+}
+
 std::string ranks_word(std::size_t n) { return n == 1 ? "1 rank" : fmt::format("{} ranks", n); }
 
 // The median of `value` over every rank but `skip`.
@@ -157,18 +174,33 @@ std::optional<std::string> why_not_one_run(const std::vector<RankReport>& ranks)
   const bool by_size = sizes.size() > 1;
   const bool by_backend = backends.size() > 1;
   if (by_size || by_backend) {
-    std::vector<std::pair<std::string, std::vector<const RankReport*>>> runs;  // in rank order of their first file
-    for (const auto& r : ranks) {
+    const std::string runs = grouped_files(ranks, [&](const RankReport& r) {
       std::string key;
       if (by_size) key = r.world_size ? fmt::format("world size {}", *r.world_size) : "no world size";
       if (by_backend) key += (key.empty() ? "" : ", ") + (r.backend ? fmt::format("backend {}", *r.backend) : "no backend");
-      auto run = std::find_if(runs.begin(), runs.end(), [&](const auto& g) { return g.first == key; });
-      if (run == runs.end()) run = runs.insert(runs.end(), {key, {}});
-      run->second.push_back(&r);
-    }
-    std::string groups;
-    for (const auto& [key, files] : runs) groups += fmt::format("{}{}: {}", groups.empty() ? "" : "; ", key, file_list(files));
-    return fmt::format("the traces are not one run ({}); give one file, or one directory per run", groups);
+      return key;
+    });
+    return fmt::format("the traces are not one run ({}); give one file, or one directory per run", runs);
+  }
+  // One run profiled twice (torch.profiler.schedule(repeat=2) writes a file per rank per window), or two
+  // runs of one shape: ranks of one window count the same ProfilerStep numbers, so ranges that share no
+  // step are different windows, whose step times are not comparable. Overlapping ranges pass: a rank cut
+  // short (--lenient on a truncated file) is still the same window.
+  std::optional<std::int64_t> latest_first, earliest_last;
+  for (const auto& r : ranks) {
+    if (!r.steps.first_number) continue;
+    latest_first = std::max(latest_first.value_or(*r.steps.first_number), *r.steps.first_number);
+    earliest_last = std::min(earliest_last.value_or(*r.steps.last_number), *r.steps.last_number);
+  }
+  if (latest_first && *latest_first > *earliest_last) {
+    const std::string windows = grouped_files(ranks, [](const RankReport& r) {
+      if (!r.steps.first_number) return std::string();
+      return *r.steps.first_number == *r.steps.last_number ? fmt::format("step {}", *r.steps.first_number)
+                                                           : fmt::format("steps {}-{}", *r.steps.first_number, *r.steps.last_number);
+    });
+    return fmt::format("the traces are not one profiling window, no ProfilerStep is in all of them ({}); give one file, or one "
+                       "directory per window",
+                       windows);
   }
   std::map<std::int64_t, std::vector<const RankReport*>> by_rank;
   for (const auto& r : ranks) {

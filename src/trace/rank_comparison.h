@@ -57,8 +57,8 @@ struct RankComparison {
 };
 
 // The files must be ranks of one run: nullopt when they are, else one line naming the files that are
-// not (files of different world sizes or backends; two files for one rank). A value a file does not
-// state matches any.
+// not (files of different world sizes or backends; of profiling windows that share no ProfilerStep
+// number; two files for one rank). A value a file does not state matches any.
 std::optional<std::string> why_not_one_run(const std::vector<RankReport>& ranks);
 
 RankComparison compare_ranks(const std::vector<RankReport>& ranks);

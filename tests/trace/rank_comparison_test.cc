@@ -19,6 +19,7 @@ struct RankSpec {
   std::int64_t world_size = 4;
   std::string backend = "nccl";
   std::vector<double> step_ms;  // one ProfilerStep each, back to back
+  int first_step = 1;           // the first one's number
   double busy_share = 0.8;      // of each step, one kernel
 };
 
@@ -33,7 +34,7 @@ std::string rank_trace(const RankSpec& spec) {
         R"({}{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{}", "pid": 1, "tid": 1, "ts": {:.3f}, "dur": {:.3f}}},)"
         R"({{"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": {:.3f}, "dur": {:.3f}, )"
         R"("args": {{"device": {}, "stream": 7, "correlation": {}}}}})",
-        i == 0 ? "" : ",", i + 1, t_us, step_us, t_us, step_us * spec.busy_share, spec.rank, i + 1);
+        i == 0 ? "" : ",", spec.first_step + static_cast<int>(i), t_us, step_us, t_us, step_us * spec.busy_share, spec.rank, i + 1);
     t_us += step_us;
   }
   return fmt::format(R"({{"distributedInfo": {{"backend": "{}", "rank": {}, "world_size": {}}}, "traceEvents": [{}]}})",
@@ -104,6 +105,28 @@ TEST(RankComparison, DifferentBackendsAreDifferentRuns) {
   ASSERT_FALSE(report.has_value());
   EXPECT_NE(report.error().what().find("(backend nccl: rank-0.json, rank-2.json; backend gloo: rank-1.json)"), std::string::npos)
       << report.error().what();
+}
+
+// Each rank of two profiling windows (torch.profiler.schedule(repeat=2)): same world size, one file per
+// rank, but step times of different windows are not comparable.
+TEST(RankComparison, DifferentProfilingWindowsAreRefused) {
+  auto report = analyze_ranks({{.rank = 0, .step_ms = {100, 100, 100}, .first_step = 11},
+                               {.rank = 1, .step_ms = {100, 100, 100}, .first_step = 21},
+                               {.rank = 2, .step_ms = {100}, .first_step = 11},
+                               {.rank = 3, .step_ms = {}}});
+  ASSERT_FALSE(report.has_value());
+  EXPECT_EQ(report.error().kind, TraceErrorKind::kNotOneRun);
+  EXPECT_NE(report.error().what().find("the traces are not one profiling window, no ProfilerStep is in all of them "
+                                       "(steps 11-13: rank-0.json; steps 21-23: rank-1.json; step 11: rank-2.json)"),
+            std::string::npos)
+      << report.error().what();
+
+  // Windows that overlap are one window, a rank cut short included.
+  auto overlapping = analyze_ranks({{.rank = 0, .step_ms = {100, 100, 100}, .first_step = 11},
+                                    {.rank = 1, .step_ms = {100, 100}, .first_step = 12}});
+  ASSERT_TRUE(overlapping.has_value()) << overlapping.error().what();
+  EXPECT_EQ(overlapping->ranks[0].steps.first_number, 11);
+  EXPECT_EQ(overlapping->ranks[0].steps.last_number, 13);
 }
 
 // A file that does not say its world size (no distributedInfo) is not taken for another run.

@@ -69,6 +69,8 @@ TEST(TraceCli, DirectoryTableAndStraggler) {
   EXPECT_EQ(doc["no_straggler"]["reason"], "too_few_steps");
   EXPECT_NEAR(doc["ranks"][1]["steps"]["median_seconds"].get<double>(), 0.6192715, 1e-12);
   EXPECT_EQ(doc["ranks"][1]["backend"], "nccl");
+  EXPECT_EQ(doc["ranks"][1]["steps"]["first_number"], 551);
+  EXPECT_EQ(doc["ranks"][1]["steps"]["last_number"], 552);
   auto one = gpuscope({dir.path(), "--rank", "0"});
   ASSERT_EQ(one.exit_code, 0) << one.err;
   EXPECT_NE(one.out.find("(rank 0 of 128)"), std::string::npos) << one.out;
