@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include "trace/trace_analyzer.h"
+#include "trace/trace_report_json.h"
+#include "trace/trace_report_text.h"
 #include "trace_test_support.h"
 
 namespace gpuscope::trace {
@@ -247,6 +249,30 @@ TEST(RankComparison, LeastBusyGpuNeedsAClearGap) {
   EXPECT_EQ(far->comparison.straggler->rank, 1);
   EXPECT_EQ(far->comparison.straggler->basis, StragglerBasis::kBusy);
   EXPECT_NEAR(far->comparison.straggler->excess, 0.805 - 0.41, 1e-9);
+}
+
+// Files that say no rank (no distributedInfo, no rank-N in the name) were shown and named as "rank -1".
+TEST(RankComparison, AFileWithoutARankIsNamedByItsFile) {
+  auto kernels = [](double busy_us) {
+    return fmt::format(R"({{"traceEvents": [{{"ph": "X", "cat": "kernel", "name": "a", "ts": 0, "dur": {}, )"
+                       R"("args": {{"device": 0, "stream": 7}}}}, {{"ph": "X", "cat": "kernel", "name": "b", "ts": 99, "dur": 1, )"
+                       R"("args": {{"device": 0, "stream": 7}}}}]}})",
+                       busy_us);
+  };
+  testing::TempDir dir;
+  dir.write("first.json", kernels(80));
+  dir.write("second.json", kernels(20));
+  auto report = analyze_traces(dir.path(), {});
+  ASSERT_TRUE(report.has_value()) << report.error().what();
+  ASSERT_TRUE(report->comparison.straggler.has_value());
+  EXPECT_EQ(report->comparison.straggler->evidence.rfind("second.json has the least busy GPU", 0), 0u)
+      << report->comparison.straggler->evidence;
+  const std::string text = trace_report_text(*report, {});
+  EXPECT_EQ(text.find("-1"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n    ? "), std::string::npos) << text;
+  const auto json = trace_report_json(*report);
+  EXPECT_TRUE(json["ranks"][0]["rank"].is_null());
+  EXPECT_TRUE(json["straggler"]["rank"].is_null());
 }
 
 }  // namespace
