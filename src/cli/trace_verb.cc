@@ -9,6 +9,7 @@
 
 #include "export/machine_value.h"
 #include "trace/progress_meter.h"
+#include "trace/rank_comparison.h"
 #include "trace/trace_report_json.h"
 #include "trace/trace_report_text.h"
 
@@ -21,13 +22,17 @@ constexpr std::uint64_t kProgressMinBytes = 256ull << 20;
 }  // namespace
 
 std::expected<TraceOptions, ParseExit> parse_trace_args(std::span<const std::string> args) {
-  auto app = make_verb_app(
-      "trace",
+  const std::string description = fmt::format(
       "Analyse PyTorch profiler (Kineto) traces: GPU busy and idle time and why it idles (host wait, kernel wait,\n"
       "other, per stream as HTA defines them), computation/communication/memory time, top kernels, transfer\n"
       "bandwidth, launch overhead, communication overlap, data loading, and a verdict with the usual fix.\n"
-      "PATH is a .json or .json.gz trace, or a directory of per-rank traces (a table across ranks and the straggler).\n"
-      "No GPU or NVML is needed. Exit 1 when a trace cannot be read (the error names the byte offset).",
+      "PATH is a .json or .json.gz trace, or a directory of per-rank traces of one run (a table across ranks, and a\n"
+      "straggler when one rank's median step is {:.0f}% slower than the others', from {} steps per rank).\n"
+      "No GPU or NVML is needed. Exit 1 when a trace cannot be read (the error names the byte offset); exit 2 when\n"
+      "a directory is not one run (different world sizes or backends, two files of one rank).",
+      100 * trace::kStragglerStepExcess, trace::kStragglerMinSteps);
+  auto app = make_verb_app(
+      "trace", description,
       "  gpuscope trace trace.json.gz\n  gpuscope trace ./traces/ --rank 3 --top 20\n  gpuscope trace big.json --format json --lenient");
   TraceOptions options;
   std::string format = "text";
@@ -97,7 +102,10 @@ int run_trace(std::span<const std::string> args, const Invocation& inv) {
   if (!report) {
     inv.err << "gpuscope: " << report.error().what() << '\n';
     inv.err.flush();
-    return report.error().kind == trace::TraceErrorKind::kNoSuchRank ? kExitUsage : kExitRuntime;
+    // What was asked for does not fit the files (a rank none has, a directory that is not one run): the
+    // command is wrong, not the data.
+    const auto kind = report.error().kind;
+    return kind == trace::TraceErrorKind::kNoSuchRank || kind == trace::TraceErrorKind::kNotOneRun ? kExitUsage : kExitRuntime;
   }
   if (options->json) {
     inv.out << exporter::json_line(trace::trace_report_json(*report)) << '\n';

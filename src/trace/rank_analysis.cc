@@ -269,6 +269,7 @@ RankReport analyze_rank(RankTimeline& timeline, const AnalysisOptions& options) 
   RankReport report;
   report.rank = timeline.header.rank;
   report.world_size = timeline.header.world_size;
+  report.backend = timeline.header.backend;
   report.runtime_calls = timeline.runtime_calls.size();
   if (timeline.first_ns <= timeline.last_ns) {
     report.span_start_ns = timeline.first_ns;
@@ -283,6 +284,17 @@ RankReport analyze_rank(RankTimeline& timeline, const AnalysisOptions& options) 
     }
     report.steps.count = timeline.steps.size();
     report.steps.mean_ns = sum / static_cast<std::int64_t>(timeline.steps.size());
+    std::vector<std::int64_t> lengths;
+    lengths.reserve(timeline.steps.size());
+    for (const Interval& s : timeline.steps) lengths.push_back(s.end - s.start);
+    std::sort(lengths.begin(), lengths.end());
+    const std::size_t n = lengths.size();
+    report.steps.median_ns = n % 2 == 1 ? lengths[n / 2] : (lengths[n / 2 - 1] + lengths[n / 2]) / 2;
+  }
+  if (!timeline.step_numbers.empty()) {
+    const auto [first, last] = std::minmax_element(timeline.step_numbers.begin(), timeline.step_numbers.end());
+    report.steps.first_number = *first;
+    report.steps.last_number = *last;
   }
   const auto data_loading = merge_intervals(timeline.data_loading);
   report.data_loading_ns = total_length(data_loading);

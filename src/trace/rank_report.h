@@ -109,13 +109,18 @@ struct DeviceReport {
 struct StepStats {
   std::uint64_t count = 0;
   std::int64_t mean_ns = 0;
+  std::int64_t median_ns = 0;  // the straggler is judged on it: one odd step (warm-up, a checkpoint) cannot move it
   std::int64_t max_ns = 0;
+  // The profiler's step counter (ProfilerStep#N): ranks of one profiling window count the same steps.
+  std::optional<std::int64_t> first_number;
+  std::optional<std::int64_t> last_number;
 };
 
 struct RankReport {
   std::string file;
   std::optional<std::int64_t> rank;
   std::optional<std::int64_t> world_size;
+  std::optional<std::string> backend;
   ParseSummary parse;
   double parse_seconds = 0;
   std::int64_t span_start_ns = 0;

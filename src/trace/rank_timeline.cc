@@ -1,9 +1,13 @@
 #include "trace/rank_timeline.h"
 
 #include <algorithm>
+#include <charconv>
 
 namespace gpuscope::trace {
 namespace {
+
+// torch.profiler's annotation of each step, numbered by its step counter.
+constexpr std::string_view kStepPrefix = "ProfilerStep#";
 
 // `needle` in lower-case ASCII letters: a byte matches its letter in either case (OR-ing in 0x20 maps
 // no other byte onto a lower-case letter), without a locale lookup per byte.
@@ -116,8 +120,12 @@ void TimelineBuilder::on_event(const TraceEvent& event) {
       break;
     case EventCategory::kUserAnnotation:
       ++timeline_.annotations;
-      if (event.name.starts_with("ProfilerStep#")) {
+      if (event.name.starts_with(kStepPrefix)) {
         timeline_.steps.push_back(Interval{event.start_ns, end});
+        const std::string_view digits = event.name.substr(kStepPrefix.size());
+        std::int64_t number = 0;
+        const auto [at, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), number);
+        if (ec == std::errc() && at == digits.data() + digits.size()) timeline_.step_numbers.push_back(number);
       } else if (is_data_loading(event.name)) {
         timeline_.data_loading.push_back(Interval{event.start_ns, end});
       }

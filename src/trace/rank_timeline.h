@@ -72,6 +72,7 @@ struct RankTimeline {
   std::map<std::pair<std::int64_t, TransferDirection>, TransferTotals> transfers;  // (device, direction)
   std::vector<Interval> data_loading;  // annotations matching the DataLoader pattern
   std::vector<Interval> steps;         // ProfilerStep#N annotations
+  std::vector<std::int64_t> step_numbers;  // their N, where it is a number
   std::map<std::string, NamedTotals, std::less<>> python_functions;  // only when asked for
   // Over all CPU and GPU events (not the profiler's own "Trace" span).
   std::int64_t first_ns = std::numeric_limits<std::int64_t>::max();

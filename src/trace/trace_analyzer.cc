@@ -168,6 +168,9 @@ std::expected<TraceReport, TraceError> analyze_traces(const std::string& path, c
       return std::unexpected(TraceError{TraceErrorKind::kNoSuchRank, -1, fmt::format("no trace for rank {}", *options.rank), path});
     }
   }
+  // Compared as ranks of one job only when they are one: two runs, two profiling windows or two files of
+  // one rank side by side would name a straggler that is no such thing.
+  if (auto why = why_not_one_run(report.ranks)) return std::unexpected(TraceError{TraceErrorKind::kNotOneRun, -1, *why, path});
   report.comparison = compare_ranks(report.ranks);
   return report;
 }

@@ -15,6 +15,7 @@ enum class TraceErrorKind {
   kBadField,     // a field the analysis needs has the wrong type
   kBadValue,     // a value out of range, e.g. a negative duration
   kNoSuchRank,   // --rank names a rank none of the files has
+  kNotOneRun,    // a directory holds files of different runs or profiling windows, or two files of one rank
 };
 
 struct TraceError {

@@ -39,6 +39,7 @@ struct TraceEvent {
 struct TraceHeader {
   std::optional<std::int64_t> rank;        // distributedInfo.rank
   std::optional<std::int64_t> world_size;  // distributedInfo.world_size
+  std::optional<std::string> backend;      // distributedInfo.backend: "nccl", "gloo", ...
   std::map<std::int64_t, std::string> device_names;  // deviceProperties: id -> name
 };
 

@@ -515,8 +515,8 @@ class StreamingTraceParser {
     return fmt::format("byte 0x{:02x}", static_cast<unsigned char>(c));
   }
 
-  // distributedInfo (rank, world size) and deviceProperties (device names); a damaged one is ignored,
-  // it only labels the report.
+  // distributedInfo (rank, world size, backend) and deviceProperties (device names); a damaged one is
+  // ignored: it only labels the report and tells runs apart, where a value left unknown matches any.
   void read_header_value(std::string_view json) {
     simdjson::padded_string copy(json);
     od::document doc;
@@ -532,6 +532,8 @@ class StreamingTraceParser {
         std::int64_t v = 0;
         if (key == "rank" && !field.value().get_int64().get(v)) header_.rank = v;
         if (key == "world_size" && !field.value().get_int64().get(v)) header_.world_size = v;
+        std::string_view text;
+        if (key == "backend" && !field.value().get_string().get(text)) header_.backend = std::string(text);
       }
     } else {
       od::array devices;

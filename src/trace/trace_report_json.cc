@@ -8,6 +8,9 @@ namespace {
 using json = nlohmann::ordered_json;
 
 double seconds(std::int64_t ns) { return static_cast<double>(ns) / 1e9; }
+
+// null, not -1, for a file whose rank neither distributedInfo nor its name says.
+json rank_json_value(std::int64_t rank) { return rank >= 0 ? json(rank) : json(nullptr); }
 json idle_json(const IdleBreakdown& idle) {
   return json{{"host_wait_seconds", seconds(idle.host_wait_ns)},
               {"kernel_wait_seconds", seconds(idle.kernel_wait_ns)},
@@ -100,11 +103,18 @@ json rank_json(const RankReport& r) {
   for (const auto& p : r.parse.problems) problems.push_back(p);
   json out{
       {"file", r.file},
-      {"rank", display_rank(r)},
+      {"rank", rank_json_value(display_rank(r))},
       {"world_size", r.world_size ? json(*r.world_size) : json(nullptr)},
+      {"backend", r.backend ? json(*r.backend) : json(nullptr)},
       {"span_start_seconds", seconds(r.span_start_ns)},
       {"span_seconds", seconds(r.span_ns())},
-      {"steps", json{{"count", r.steps.count}, {"mean_seconds", seconds(r.steps.mean_ns)}, {"max_seconds", seconds(r.steps.max_ns)}}},
+      {"steps",
+       json{{"count", r.steps.count},
+            {"mean_seconds", seconds(r.steps.mean_ns)},
+            {"median_seconds", seconds(r.steps.median_ns)},
+            {"max_seconds", seconds(r.steps.max_ns)},
+            {"first_number", r.steps.first_number ? json(*r.steps.first_number) : json(nullptr)},
+            {"last_number", r.steps.last_number ? json(*r.steps.last_number) : json(nullptr)}}},
       {"data_loading_seconds", seconds(r.data_loading_ns)},
       {"devices", devices},
       {"verdict", r.main_device() != nullptr ? json(verdict_key(r.main_device()->verdict.kind)) : json("no_gpu_work")},
@@ -132,16 +142,23 @@ nlohmann::ordered_json trace_report_json(const TraceReport& report) {
   json out{{"input_bytes", report.input_bytes}, {"ranks", ranks}};
   if (report.comparison.straggler) {
     const auto& s = *report.comparison.straggler;
-    json straggler{{"rank", s.rank}, {"file", s.file}, {"basis", s.basis}, {"evidence", s.evidence}};
-    if (s.basis == "slowest steps") {
-      straggler["mean_step_seconds"] = s.value;
-      straggler["median_mean_step_seconds"] = s.median;
+    json straggler{{"rank", rank_json_value(s.rank)}, {"file", s.file}, {"basis", straggler_basis_key(s.basis)}, {"evidence", s.evidence}};
+    if (s.basis == StragglerBasis::kSteps) {
+      straggler["median_step_seconds"] = s.value;
+      straggler["others_median_step_seconds"] = s.others_median;
       straggler["excess_ratio"] = s.excess;
+      straggler["threshold_ratio"] = s.threshold;
     } else {
       straggler["busy_ratio"] = s.value;
-      straggler["median_busy_ratio"] = s.median;
+      straggler["others_median_busy_ratio"] = s.others_median;
+      straggler["gap_ratio"] = s.excess;
+      straggler["threshold_ratio"] = s.threshold;
     }
     out["straggler"] = straggler;
+  }
+  if (report.comparison.no_straggler) {
+    const auto& n = *report.comparison.no_straggler;
+    out["no_straggler"] = json{{"reason", no_straggler_key(n.reason)}, {"evidence", n.evidence}};
   }
   if (!report.skipped_files.empty()) out["skipped_files"] = report.skipped_files;
   return out;

@@ -100,7 +100,8 @@ void rank_section(std::string& out, const RankReport& r) {
   }
   fmt::format_to(o, "trace span {}", duration(r.span_ns()));
   if (r.steps.count > 0) {
-    fmt::format_to(o, ", {} profiler steps, mean {} (max {})", r.steps.count, duration(r.steps.mean_ns), duration(r.steps.max_ns));
+    fmt::format_to(o, ", {} profiler steps, mean {}, median {} (max {})", r.steps.count, duration(r.steps.mean_ns),
+                   duration(r.steps.median_ns), duration(r.steps.max_ns));
   }
   fmt::format_to(o, ", DataLoader annotations {}\n", duration(r.data_loading_ns));
   if (r.devices.empty()) fmt::format_to(o, "no GPU activity (kernels, memcpy, memset) in this trace\n");
@@ -115,8 +116,15 @@ void rank_section(std::string& out, const RankReport& r) {
 
 void comparison_table(std::string& out, const TraceReport& report) {
   auto o = std::back_inserter(out);
-  fmt::format_to(o, "{} ranks\n\n{:>5} {:>11} {:>11} {:>7} {:>8} {:>8} {:>6} {:>11}  {}\n", report.ranks.size(), "rank", "span", "gpu busy",
-                 "idle", "host wt", "comm", "steps", "mean step", "verdict");
+  const std::size_t n = report.ranks.size();
+  const auto world = report.comparison.world_size;
+  fmt::format_to(o, "{} ranks", n);
+  // The comparison covers only the ranks here: say so when the job had more.
+  if (world && *world > static_cast<std::int64_t>(n)) {
+    fmt::format_to(o, " of {} (the other {} are not in the directory)", *world, *world - static_cast<std::int64_t>(n));
+  }
+  fmt::format_to(o, "\n\n{:>5} {:>11} {:>11} {:>7} {:>8} {:>8} {:>6} {:>11}  {}\n", "rank", "span", "gpu busy", "idle", "host wt",
+                 "comm", "steps", "median step", "verdict");
   for (const auto& r : report.ranks) {
     const DeviceReport* d = r.main_device();
     std::int64_t busy = 0, window = 0, comm = 0, host = 0;
@@ -126,12 +134,14 @@ void comparison_table(std::string& out, const TraceReport& report) {
       comm += dev.communication_union_ns;
       host += dev.idle.host_wait_ns;
     }
-    fmt::format_to(o, "{:>5} {:>11} {:>11} {:>7} {:>8} {:>8} {:>6} {:>11}  {}\n", display_rank(r), duration(r.span_ns()), duration(busy),
-                   pct(ratio(window - busy, window)), pct(ratio(host, window - busy)), pct(ratio(comm, window)), r.steps.count,
-                   r.steps.count > 0 ? duration(r.steps.mean_ns) : std::string("-"),
+    const std::int64_t rank = display_rank(r);
+    fmt::format_to(o, "{:>5} {:>11} {:>11} {:>7} {:>8} {:>8} {:>6} {:>11}  {}\n", rank >= 0 ? fmt::format("{}", rank) : "?",
+                   duration(r.span_ns()), duration(busy), pct(ratio(window - busy, window)), pct(ratio(host, window - busy)),
+                   pct(ratio(comm, window)), r.steps.count, r.steps.count > 0 ? duration(r.steps.median_ns) : std::string("-"),
                    d != nullptr ? verdict_name(d->verdict.kind) : std::string("no GPU work"));
   }
   if (report.comparison.straggler) fmt::format_to(o, "\nStraggler: {}.\n", report.comparison.straggler->evidence);
+  if (report.comparison.no_straggler) fmt::format_to(o, "\nNo straggler: {}.\n", report.comparison.no_straggler->evidence);
 }
 
 }  // namespace
@@ -154,7 +164,9 @@ std::string trace_report_text(const TraceReport& report, const TextReportOptions
     for (const auto& r : report.ranks) {
       const DeviceReport* d = r.main_device();
       if (d == nullptr) continue;
-      out += fmt::format("rank {}: {}: {}.\n", display_rank(r), verdict_name(d->verdict.kind), d->verdict.evidence);
+      const std::int64_t rank = display_rank(r);
+      out += fmt::format("{}: {}: {}.\n", rank >= 0 ? fmt::format("rank {}", rank) : r.file, verdict_name(d->verdict.kind),
+                         d->verdict.evidence);
     }
     out += "\n(--rank R shows one rank in full, --detail all of them)\n";
   }

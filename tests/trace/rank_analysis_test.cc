@@ -93,6 +93,7 @@ void expect_hand_built_answers(const RankReport& r) {
   EXPECT_EQ(r.span_ns(), 150 * us);
   EXPECT_EQ(r.steps.count, 2u);
   EXPECT_EQ(r.steps.mean_ns, 75 * us);
+  EXPECT_EQ(r.steps.median_ns, 75 * us);  // two steps: the mean of the middle two
   EXPECT_EQ(r.steps.max_ns, 100 * us);
   EXPECT_EQ(r.data_loading_ns, 30 * us);
   ASSERT_EQ(r.devices.size(), 2u);

@@ -122,7 +122,7 @@ TEST(RealTraces, PlainAndSmallWindowGiveTheSameAnswers) {
   EXPECT_EQ(small.devices[0].launch.delay_mean_ns, whole->devices[0].launch.delay_mean_ns);
 }
 
-TEST(RealTraces, DirectoryOfRanksComparesThemAndNamesTheStraggler) {
+TEST(RealTraces, DirectoryOfRanksComparesThem) {
   testing::TempDir dir;
   for (const char* name : {"trace_filter__sampled_rank-0.json.gz", "trace_filter__sampled_rank-1.json.gz"}) {
     std::ifstream in(conformance_trace(name), std::ios::binary);
@@ -148,10 +148,12 @@ TEST(RealTraces, DirectoryOfRanksComparesThemAndNamesTheStraggler) {
   EXPECT_EQ(d1.communication_ns, 379053000);
   EXPECT_EQ(report->ranks[0].steps.mean_ns, 615120000);
   EXPECT_EQ(report->ranks[1].steps.mean_ns, 619271500);
-  // Rank 1's steps are the slower ones.
-  ASSERT_TRUE(report->comparison.straggler.has_value());
-  EXPECT_EQ(report->comparison.straggler->rank, 1);
-  EXPECT_EQ(report->comparison.straggler->basis, "slowest steps");
+  EXPECT_EQ(report->ranks[0].steps.median_ns, 615120000);
+  // Rank 1's steps are 0.7% slower, from two steps each: that names no straggler (it named rank 1).
+  EXPECT_FALSE(report->comparison.straggler.has_value());
+  ASSERT_TRUE(report->comparison.no_straggler.has_value());
+  EXPECT_EQ(report->comparison.no_straggler->reason, NoStragglerReason::kTooFewSteps);
+  EXPECT_EQ(report->comparison.world_size, 128);
 
   TraceAnalysisOptions only_one;
   only_one.rank = 1;
@@ -159,6 +161,7 @@ TEST(RealTraces, DirectoryOfRanksComparesThemAndNamesTheStraggler) {
   ASSERT_TRUE(one.has_value());
   ASSERT_EQ(one->ranks.size(), 1u);
   EXPECT_FALSE(one->comparison.straggler.has_value());
+  EXPECT_FALSE(one->comparison.no_straggler.has_value());
   only_one.rank = 9;
   auto none = analyze_traces(dir.path(), only_one);
   ASSERT_FALSE(none.has_value());

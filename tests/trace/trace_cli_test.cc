@@ -46,22 +46,59 @@ TEST(TraceCli, JsonInBaseUnits) {
   EXPECT_EQ(rank["parse"]["json_bytes"], 34825284);
 }
 
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
 TEST(TraceCli, DirectoryTableAndStraggler) {
   testing::TempDir dir;
   for (const char* name : {"trace_filter__sampled_rank-0.json.gz", "trace_filter__sampled_rank-1.json.gz"}) {
-    std::ifstream in(conformance_trace(name), std::ios::binary);
-    dir.write(name, std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
+    dir.write(name, file_bytes(conformance_trace(name)));
   }
   auto r = gpuscope({dir.path()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("2 ranks"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("Straggler: rank 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 ranks of 128 (the other 126 are not in the directory)"), std::string::npos) << r.out;
+  // Two steps a rank, 0.7% apart: it named rank 1 the straggler.
+  EXPECT_EQ(r.out.find("Straggler:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("No straggler: too few profiler steps to judge: rank 0 has 2"), std::string::npos) << r.out;
+  auto json = gpuscope({dir.path(), "--format", "json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto doc = nlohmann::json::parse(json.out);
+  EXPECT_FALSE(doc.contains("straggler"));
+  EXPECT_EQ(doc["no_straggler"]["reason"], "too_few_steps");
+  EXPECT_NEAR(doc["ranks"][1]["steps"]["median_seconds"].get<double>(), 0.6192715, 1e-12);
+  EXPECT_EQ(doc["ranks"][1]["backend"], "nccl");
+  EXPECT_EQ(doc["ranks"][1]["steps"]["first_number"], 551);
+  EXPECT_EQ(doc["ranks"][1]["steps"]["last_number"], 552);
   auto one = gpuscope({dir.path(), "--rank", "0"});
   ASSERT_EQ(one.exit_code, 0) << one.err;
   EXPECT_NE(one.out.find("(rank 0 of 128)"), std::string::npos) << one.out;
   auto missing = gpuscope({dir.path(), "--rank", "5"});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("no trace for rank 5"), std::string::npos) << missing.err;
+}
+
+// A directory that is not one job's ranks is a wrong request, not a bad trace: exit 2, one line, the files.
+TEST(TraceCli, DirectoryOfDifferentRunsOrRepeatedRanksExitsTwo) {
+  auto mixed = gpuscope({GPUSCOPE_SOURCE_DIR "/../shared/conformance/traces/"});
+  EXPECT_EQ(mixed.exit_code, 2) << mixed.out;
+  EXPECT_TRUE(mixed.out.empty()) << mixed.out;
+  EXPECT_NE(mixed.err.find("the traces are not one run (world size 128: trace_filter__sampled_rank-0.json.gz, "
+                           "trace_filter__sampled_rank-1.json.gz; world size 8: trace_diff__control__control.json.gz)"),
+            std::string::npos)
+      << mixed.err;
+  EXPECT_EQ(std::count(mixed.err.begin(), mixed.err.end(), '\n'), 1) << mixed.err;
+
+  testing::TempDir dir;
+  const std::string rank0 = file_bytes(conformance_trace("trace_filter__sampled_rank-0.json.gz"));
+  dir.write("rank-0.json.gz", rank0);
+  dir.write("rank-0-again.json.gz", rank0);
+  auto twice = gpuscope({dir.path(), "--format", "json"});
+  EXPECT_EQ(twice.exit_code, 2) << twice.out;
+  EXPECT_EQ(twice.err, "gpuscope: " + dir.path() +
+                           ": rank 0 is in 2 files (rank-0-again.json.gz, rank-0.json.gz); a directory holds one trace per "
+                           "rank of one run: give one file, or one directory per run\n");
 }
 
 TEST(TraceCli, BadDataExitsOneWithTheOffset) {
