@@ -69,7 +69,7 @@ std::expected<BacktestOptions, ParseExit> parse_backtest_args(std::span<const st
       "  gpuscope backtest --scenario scenarios/thermal_runaway.yaml --duration 1h\n"
       "  gpuscope backtest --scenario scenarios/ecc.yaml --duration 6h --rules my.rules.yml --format json");
   BacktestOptions o;
-  std::string duration = "6h", interval = "15s", evaluation_interval = "1m", format = "table";
+  std::string duration = "6h", interval = "15s", evaluation_interval = "1m", format = "text";
   app->add_option("--scenario", o.scenario, "the simulator scenario to run (or the global --simulate=FILE)")
       ->type_name("FILE");
   app->add_option("--duration", duration, "how much scenario time to run, 1m to 30d (default 6h)")->type_name("DURATION");
@@ -79,7 +79,7 @@ std::expected<BacktestOptions, ParseExit> parse_backtest_args(std::span<const st
       ->type_name("DURATION");
   app->add_option("--rules", o.rule_specs, "rule file, directory or glob; repeatable (default: the built-in rule pack)")
       ->type_name("FILE|DIR|GLOB");
-  app->add_option("--format", format, "table (default) or json")->type_name("FORMAT");
+  app->add_option("--format", format, "text (default; 'table' also works) or json")->type_name("FORMAT");
   PriceFlags price_flags;
   add_price_flags(*app, price_flags);
   if (auto parsed = parse_arguments(*app, args); !parsed) return std::unexpected(parsed.error());
@@ -107,10 +107,9 @@ std::expected<BacktestOptions, ParseExit> parse_backtest_args(std::span<const st
         usage(fmt::format("invalid value '{}' for --evaluation-interval (1s to 1h, e.g. 1m)", evaluation_interval)));
   }
   o.evaluation_interval = std::chrono::milliseconds(*e);
-  if (!is_one_of(format, {"table", "json"})) {
-    return std::unexpected(usage(fmt::format("unknown format '{}' in --format (table or json)", format)));
-  }
-  o.json = format == "json";
+  auto json = json_format(format);
+  if (!json) return std::unexpected(json.error());
+  o.json = *json;
   if (o.rule_specs.empty()) {
     const std::string pack = default_rule_pack(exe_dir());
     if (pack.empty()) return std::unexpected(usage("no --rules given and the built-in rule pack was not found"));

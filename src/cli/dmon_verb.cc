@@ -20,7 +20,8 @@ std::expected<DmonOptions, ParseExit> parse_dmon_args(std::span<const std::strin
       "Groups (-s): p pwr gtemp mtemp | u sm mem enc dec | c mclk pclk | v pviol tviol (power-limited % of the\n"
       "interval, thermal-limited 0/1) | m fb bar1 (MiB) | e sbecc dbecc pci (volatile ECC, PCIe replays) |\n"
       "t rxpci txpci (MB/s). The header repeats every 20 rows.",
-      "  gpuscope dmon -s pucv -d 5 -c 12\n  gpuscope dmon -i 0 --format json >> gpu0.ndjson");
+      "  gpuscope dmon -s pucv -d 5 -c 12\n  gpuscope dmon -i 0 --format json >> gpu0.ndjson\n"
+      "  gpuscope --simulate dmon -c 3     # anywhere: gpuscope's simulated 8x H100 node");
   DmonOptions options;
   std::string delay, count, format = "text";
   app->add_option("-s,--select", options.groups, "metric groups, any of pucvmet (default puc)")->type_name("GROUPS");
@@ -50,10 +51,9 @@ std::expected<DmonOptions, ParseExit> parse_dmon_args(std::span<const std::strin
     options.count = positive_integer(count);
     if (!options.count) return std::unexpected(usage(fmt::format("invalid value '{}' for -c (a count > 0)", count)));
   }
-  if (!is_one_of(format, {"text", "json"})) {
-    return std::unexpected(usage(fmt::format("unknown format '{}' in --format (text or json)", format)));
-  }
-  options.json = format == "json";
+  auto json = json_format(format);
+  if (!json) return std::unexpected(json.error());
+  options.json = *json;
   if (app->count("-i") > 0) {
     if (auto split = split_gpu_ids(options.ids); !split) return std::unexpected(usage(split.error()));
   }

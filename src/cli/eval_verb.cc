@@ -109,21 +109,20 @@ std::expected<EvalOptions, ParseExit> parse_eval_args(std::span<const std::strin
       "  gpuscope eval 'avg_over_time(DCGM_FI_DEV_GPU_UTIL[10m]) < 5' --url http://127.0.0.1:9400\n"
       "  gpuscope eval 'max by (gpu) (DCGM_FI_DEV_GPU_TEMP)' --data-dir /var/lib/gpuscope --start now-1h --end now --step 1m");
   EvalOptions o;
-  std::string time, start, end, step, format = "table";
+  std::string time, start, end, step, format = "text";
   app->add_option("expr", o.expr, "the PromQL expression")->required();
   app->add_option("--time", time, "instant query at this time (default now)")->type_name("TIME");
   app->add_option("--start", start, "range query start")->type_name("TIME");
   app->add_option("--end", end, "range query end")->type_name("TIME");
   app->add_option("--step", step, "range query step (e.g. 15s, 1m)")->type_name("DURATION");
-  app->add_option("--format", format, "table (default; promtool's layout) or json (Prometheus's API JSON)")
+  app->add_option("--format", format, "text (default; promtool's layout; 'table' also works) or json (Prometheus's API JSON)")
       ->type_name("FORMAT");
   app->add_option("--url", o.url, "a running agent, e.g. http://127.0.0.1:9400 (or any Prometheus)")->type_name("URL");
   app->add_option("--data-dir", o.data_dir, "read this data directory instead of asking an agent")->type_name("DIR");
   if (auto parsed = parse_arguments(*app, args); !parsed) return std::unexpected(parsed.error());
-  if (!is_one_of(format, {"table", "json"})) {
-    return std::unexpected(usage(fmt::format("invalid value '{}' for --format (table or json)", format)));
-  }
-  o.json = format == "json";
+  auto json = json_format(format);
+  if (!json) return std::unexpected(json.error());
+  o.json = *json;
   if (o.url.empty() == o.data_dir.empty()) return std::unexpected(usage("eval needs exactly one of --url and --data-dir"));
   const bool range = !start.empty() || !end.empty() || !step.empty();
   if (range) {

@@ -14,17 +14,17 @@ std::expected<InfoOptions, ParseExit> parse_info_args(std::span<const std::strin
   auto app = make_verb_app("info",
                            "Show what does not change while the node runs: driver, NVML and CUDA versions, the NVML "
                            "library file loaded, and each GPU's identity, memory, clocks, power limits and PCIe link.",
-                           "  gpuscope info\n  gpuscope info -i 0 --format json");
+                           "  gpuscope info\n  gpuscope info -i 0 --format json\n"
+                           "  gpuscope --simulate info -i 0     # anywhere: gpuscope's simulated 8x H100 node");
   InfoOptions options;
   std::string format = "text";
   app->add_option("--format", format, "text (default) or json (numbers, units in key names)")->type_name("FORMAT");
   app->add_option("-i,--id", options.ids, "only these GPUs: indices, UUIDs or PCI bus ids, comma-separated")
       ->type_name("IDS");
   if (auto parsed = parse_arguments(*app, args); !parsed) return std::unexpected(parsed.error());
-  if (!is_one_of(format, {"text", "json"})) {
-    return std::unexpected(usage(fmt::format("unknown format '{}' in --format (text or json)", format)));
-  }
-  options.json = format == "json";
+  auto json = json_format(format);
+  if (!json) return std::unexpected(json.error());
+  options.json = *json;
   if (app->count("-i") > 0) {
     if (auto ids = split_gpu_ids(options.ids); !ids) return std::unexpected(usage(ids.error()));
   }

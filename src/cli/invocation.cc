@@ -12,12 +12,59 @@
 namespace gpuscope::cli {
 namespace {
 
-constexpr std::string_view kGlobalFooter =
+// Verbs that open NVML take the global options that choose the library and can fail to find one.
+constexpr std::string_view kNvmlFooter =
     "Global options (before or after the command):\n"
     "  --simulate[=SCENARIO]  use gpuscope's simulated NVML (optionally with a scenario file)\n"
     "  --nvml-lib PATH        load this NVML library instead of the driver's libnvidia-ml.so.1\n"
     "\n"
     "Exit codes: 0 ok, 1 runtime failure (NVML init failed), 2 usage error, 3 no NVML library found.";
+// eval, trace and rules read files or an agent's API; backtest always runs the simulator itself.
+constexpr std::string_view kFilesFooter =
+    "Exit codes: 0 ok, 1 failure (what failed is printed), 2 usage error (bad flag, value or input).";
+
+bool opens_nvml(std::string_view verb) {
+  return verb == "list" || verb == "info" || verb == "query" || verb == "dmon" || verb == "serve";
+}
+
+// Help text is read in a terminal: no line of it runs past this many columns.
+constexpr std::size_t kHelpColumns = 100;
+
+// Breaks each line of `text` at spaces so that no line is longer than `width` (a single longer word
+// stays whole).
+std::string wrap_text(std::string_view text, std::size_t width) {
+  std::string out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    while (line.size() > width) {
+      std::size_t cut = line.rfind(' ', width);
+      if (cut == std::string_view::npos || cut == 0) cut = line.find(' ', width);
+      if (cut == std::string_view::npos) break;
+      out.append(line.substr(0, cut));
+      out.push_back('\n');
+      line.remove_prefix(cut + 1);
+    }
+    out.append(line);
+    if (end == text.size()) break;
+    out.push_back('\n');
+    start = end + 1;
+  }
+  return out;
+}
+
+// CLI11's layout, with option descriptions and the verb's description wrapped to kHelpColumns.
+class WrappingFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_desc(const CLI::Option* opt) const override {
+    return wrap_text(CLI::Formatter::make_option_desc(opt), kHelpColumns - column_width_);
+  }
+  std::string make_description(const CLI::App* app) const override {
+    return wrap_text(CLI::Formatter::make_description(app), kHelpColumns);
+  }
+};
 
 // CLI11's messages can span lines; usage errors are one line so scripts can grep them.
 // Control bytes from outside (a flag's value, a library's message) are escaped, not sent to the terminal.
@@ -60,7 +107,8 @@ std::expected<void, ParseExit> parse_arguments(CLI::App& app, std::span<const st
 
 std::unique_ptr<CLI::App> make_verb_app(std::string_view verb, std::string_view description, std::string_view example) {
   auto app = std::make_unique<CLI::App>(fmt::format("{}\n", description), fmt::format("gpuscope {}", verb));
-  app->footer(fmt::format("Example:\n{}\n\n{}\n", example, kGlobalFooter));
+  app->formatter(std::make_shared<WrappingFormatter>());
+  app->footer(fmt::format("Example:\n{}\n\n{}\n", example, opens_nvml(verb) ? kNvmlFooter : kFilesFooter));
   return app;
 }
 
@@ -75,6 +123,12 @@ std::expected<std::unique_ptr<nvml::NvmlBackend>, int> open_backend(const Invoca
   inv.err.flush();
   return std::unexpected(backend.error().kind == nvml::BackendErrorKind::kLibraryNotFound ? kExitNoLibrary
                                                                                           : kExitRuntime);
+}
+
+std::expected<bool, ParseExit> json_format(std::string_view value) {
+  if (value == "json") return true;
+  if (value == "text" || value == "table") return false;
+  return std::unexpected(usage(fmt::format("unknown format '{}' in --format (text or json)", value)));
 }
 
 bool is_one_of(std::string_view value, std::initializer_list<std::string_view> allowed) {

@@ -75,6 +75,10 @@ std::unique_ptr<CLI::App> make_verb_app(std::string_view verb, std::string_view 
 std::expected<std::unique_ptr<nvml::NvmlBackend>, int> open_backend(const Invocation& inv,
                                                                    nvml::BackendOptions options = {});
 
+// The --format of the verbs that print for people or for scripts: "text" (also "table", the word eval
+// and backtest used first) or "json". True for json; a usage error naming the value for anything else.
+std::expected<bool, ParseExit> json_format(std::string_view value);
+
 // "json" or "text"/"csv" style format values, validated per verb; returns false for anything else.
 bool is_one_of(std::string_view value, std::initializer_list<std::string_view> allowed);
 

@@ -10,14 +10,13 @@
 namespace gpuscope::cli {
 
 std::expected<ListOptions, ParseExit> parse_list_args(std::span<const std::string> args) {
-  auto app = make_verb_app("list", "List the GPUs, one line each, like nvidia-smi -L.", "  gpuscope list --format json");
+  auto app = make_verb_app("list", "List the GPUs, one line each, like nvidia-smi -L.", "  gpuscope list --format json\n  gpuscope --simulate list          # anywhere: gpuscope's simulated 8x H100 node");
   std::string format = "text";
   app->add_option("--format", format, "text (default) or json")->type_name("FORMAT");
   if (auto parsed = parse_arguments(*app, args); !parsed) return std::unexpected(parsed.error());
-  if (!is_one_of(format, {"text", "json"})) {
-    return std::unexpected(usage(fmt::format("unknown format '{}' in --format (text or json)", format)));
-  }
-  return ListOptions{.json = format == "json"};
+  auto json = json_format(format);
+  if (!json) return std::unexpected(json.error());
+  return ListOptions{.json = *json};
 }
 
 int run_list(std::span<const std::string> args, const Invocation& inv) {

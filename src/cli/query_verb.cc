@@ -17,7 +17,8 @@ namespace {
 constexpr std::string_view kExample =
     "  gpuscope query --query-gpu=index,name,temperature.gpu,utilization.gpu,memory.used --format=csv\n"
     "  gpuscope query --query-gpu=timestamp,index,power.draw --format=csv,noheader,nounits -l 5 >> power.csv\n"
-    "  gpuscope query --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=json";
+    "  gpuscope query --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=json\n"
+    "  gpuscope --simulate query --query-gpu=index,utilization.gpu,DCGM_FI_PROF_SM_ACTIVE   # anywhere";
 
 std::string wrapped_names(const std::vector<std::string>& names) {
   std::string out = "  ";
@@ -100,8 +101,8 @@ std::expected<QueryOptions, ParseExit> parse_query_args(std::span<const std::str
   app->add_option("-i,--id", ids, "only these GPUs: indices, UUIDs or PCI bus ids, comma-separated")
       ->type_name("IDS");
   app->footer(fmt::format("Fields for --query-gpu:\n{}\n  and any DCGM field name of gpuscope's catalog, e.g. "
-                          "DCGM_FI_PROF_SM_ACTIVE, DCGM_FI_PROF_PIPE_TENSOR_ACTIVE,\n  DCGM_FI_PROF_DRAM_ACTIVE "
-                          "(the profiling ratios that show whether the GPU is really busy)\n\n{}",
+                          "DCGM_FI_PROF_SM_ACTIVE,\n  DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, DCGM_FI_PROF_DRAM_ACTIVE "
+                          "(the profiling ratios that show whether\n  the GPU is really busy)\n\n{}",
                           wrapped_names(exporter::gpu_query_names()), app->get_footer()));
 
   const auto args = with_long_loop_ms(raw_args);

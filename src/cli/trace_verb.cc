@@ -59,10 +59,9 @@ std::expected<TraceOptions, ParseExit> parse_trace_args(std::span<const std::str
   app->add_flag("--detail", options.detail, "with several ranks, print every rank's full report after the table");
   if (auto parsed = parse_arguments(*app, args); !parsed) return std::unexpected(parsed.error());
 
-  if (!is_one_of(format, {"text", "json"})) {
-    return std::unexpected(usage(fmt::format("unknown format '{}' in --format (text or json)", format)));
-  }
-  options.json = format == "json";
+  auto json = json_format(format);
+  if (!json) return std::unexpected(json.error());
+  options.json = *json;
   auto n = positive_integer(top);
   if (!n || *n > 100000) return std::unexpected(usage(fmt::format("invalid value '{}' for --top (a count > 0)", top)));
   options.analysis.analysis.top = static_cast<std::size_t>(*n);

@@ -85,7 +85,7 @@ TEST(EvalArgs, BadArgumentsAreOneLineErrors) {
   EXPECT_EQ(err({"up", "--url", "u", "--time", "now", "--step", "1m", "--start", "now", "--end", "now"}),
             "--time is for an instant query; a range query takes --start, --end and --step");
   EXPECT_EQ(err({"up", "--url", "u", "--start", "now", "--end", "now-1h", "--step", "1m"}), "--end is before --start");
-  EXPECT_EQ(err({"up", "--url", "u", "--format", "csv"}), "invalid value 'csv' for --format (table or json)");
+  EXPECT_EQ(err({"up", "--url", "u", "--format", "csv"}), "unknown format 'csv' in --format (text or json)");
   EXPECT_NE(err({"up", "--url", "u", "--time", "yesterday"}).find("invalid value 'yesterday' for --time"), std::string::npos);
   EXPECT_NE(err({"up", "--url", "u", "--start", "0", "--end", "1", "--step", "-5s"}).find("--step"), std::string::npos);
 }

@@ -127,6 +127,36 @@ TEST(RunCli, ScenarioAfterBareSimulateHintsAtTheEqualsSign) {
   EXPECT_THAT(r.err, HasSubstr("unknown command 'ecc.yaml' (list, info"));
 }
 
+TEST(RunCli, EveryHelpFitsATerminalAndSaysWhatTheVerbCanExitWith) {
+  const std::vector<std::vector<std::string>> helps{
+      {"list"}, {"info"}, {"query"}, {"dmon"}, {"serve"}, {"eval"}, {"trace"}, {"backtest"},
+      {"rules", "check"}, {"rules", "test"}};
+  for (auto args : helps) {
+    const std::string verb = args.front();
+    args.push_back("--help");
+    auto r = run_gpuscope(args);
+    ASSERT_EQ(r.code, 0) << verb;
+    std::size_t start = 0;
+    while (start < r.out.size()) {
+      auto end = r.out.find('\n', start);
+      if (end == std::string::npos) end = r.out.size();
+      const std::string line = r.out.substr(start, end - start);
+      // Example commands are copied whole, so they may be longer; everything else is wrapped.
+      if (!line.starts_with("  gpuscope ")) {
+        EXPECT_LE(line.size(), 100u) << args[0] << ": " << line;
+      }
+      start = end + 1;
+    }
+    const bool nvml = verb == "list" || verb == "info" || verb == "query" || verb == "dmon" || verb == "serve";
+    EXPECT_EQ(r.out.find("no NVML library found") != std::string::npos, nvml) << verb;
+    EXPECT_EQ(r.out.find("--nvml-lib PATH") != std::string::npos, nvml) << verb;
+    // A verb that needs a GPU shows one example that runs on any machine.
+    if (nvml) {
+      EXPECT_THAT(r.out, HasSubstr("  gpuscope --simulate " + verb)) << verb;
+    }
+  }
+}
+
 TEST(ParseCommandLine, SimulateWithoutScenario) {
   std::vector<const char*> argv{"gpuscope", "--simulate", "list"};
   auto cl = parse_command_line(argv);
