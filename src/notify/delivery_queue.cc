@@ -48,8 +48,9 @@ void DeliveryQueue::push(Delivery delivery) {
       // Warned once per overload (until the queue drains): the counter tells how many went.
       warn = !dropped.empty() && !full_warned_;
       if (warn) full_warned_ = true;
-      waiting_.push_back(Entry{std::move(delivery), 0, Clock::now()});
+      waiting_.push_back(Entry{std::move(delivery), 0, options_.clock->steady()});
     }
+    ++changes_;
   }
   cv_.notify_one();
   if (warn) {
@@ -86,18 +87,19 @@ void DeliveryQueue::run() {
   while (true) {
     if (stopping_ && (abort_.load() || waiting_.empty())) return;
     // The first entry that is due; entries waiting for a retry let later ones pass.
-    const auto now = Clock::now();
+    const auto now = options_.clock->steady();
     auto due = std::find_if(waiting_.begin(), waiting_.end(), [&](const Entry& e) { return e.not_before <= now; });
     if (due == waiting_.end()) {
       if (waiting_.empty()) {
         cv_.wait(lock);
       } else {
         // A copy: the deque changes while the lock is released, and wait_until reads the time after waking.
-        const Clock::time_point next =
+        const model::Clock::SteadyTime next =
             std::min_element(waiting_.begin(), waiting_.end(), [](const Entry& a, const Entry& b) {
               return a.not_before < b.not_before;
             })->not_before;
-        cv_.wait_until(lock, next);
+        const std::uint64_t seen = changes_;
+        options_.clock->wait_until(lock, cv_, next, [&] { return changes_ != seen; });
       }
       continue;
     }
@@ -123,7 +125,7 @@ void DeliveryQueue::run() {
                                                   {"attempt", std::to_string(entry.attempts)},
                                                   {"retry_in_ms", std::to_string(backoff.count())},
                                                   {"err", result.error().message}});
-      entry.not_before = Clock::now() + backoff;
+      entry.not_before = options_.clock->steady() + backoff;
       done = false;
     } else {
       log_.error("notification failed", {{"receiver", entry.delivery.receiver},
@@ -141,6 +143,7 @@ void DeliveryQueue::run() {
         ++c.retries;
       }
       waiting_.push_back(std::move(entry));
+      ++changes_;
       cv_.notify_one();
     }
     if (waiting_.empty() && in_flight_ == 0) idle_cv_.notify_all();
@@ -153,11 +156,13 @@ void DeliveryQueue::stop(std::chrono::milliseconds grace) {
     std::unique_lock lock(mu_);
     if (threads_.empty()) return;
     stopping_ = true;
+    ++changes_;
     cv_.notify_all();
     idle_cv_.wait_for(lock, grace, [&] { return waiting_.empty() && in_flight_ == 0; });
     abort_.store(true);
     left.swap(waiting_);
     dropped_ += left.size();
+    ++changes_;
     cv_.notify_all();
   }
   for (std::thread& t : threads_) t.join();

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "log/logger.h"
+#include "model/clock.h"
 #include "notify/curl_sender.h"
 
 namespace gpuscope::notify {
@@ -35,6 +36,8 @@ struct DeliveryQueueOptions {
   int max_attempts = 5;
   std::chrono::milliseconds initial_backoff{500};  // doubled after every failed attempt ...
   std::chrono::milliseconds max_backoff{30'000};   // ... up to this
+  // Backoff is kept on this clock (a virtual one in tests); it must outlive the queue.
+  const model::Clock* clock = &model::system_clock();
 };
 
 struct IntegrationCounters {
@@ -68,11 +71,10 @@ class DeliveryQueue {
   void stop(std::chrono::milliseconds grace);
 
  private:
-  using Clock = std::chrono::steady_clock;
   struct Entry {
     Delivery delivery;
     int attempts = 0;
-    Clock::time_point not_before;
+    model::Clock::SteadyTime not_before;
   };
 
   void run();
@@ -84,6 +86,7 @@ class DeliveryQueue {
   SendFunction send_;
   mutable std::mutex mu_;
   std::condition_variable cv_;       // senders: work or stop
+  std::uint64_t changes_ = 0;        // bumped with every notify of cv_, so a sender waiting for a retry wakes
   std::condition_variable idle_cv_;  // stop(): drained
   std::deque<Entry> waiting_;
   std::size_t in_flight_ = 0;

@@ -411,6 +411,9 @@ nvmlReturn_t gpuscopeSimGetTime(unsigned long long* unixNs);
 nvmlReturn_t gpuscopeSimGetProcessName(unsigned int pid, char* name, unsigned int length);
 // The scenario's node hostname (node.hostname), so labels match the simulated node, not this machine.
 nvmlReturn_t gpuscopeSimGetHostname(char* name, unsigned int length);
+// How many times `function` (an NVML function name) was called since the library was loaded, for
+// tests that assert what a reader calls rather than how long it took.
+nvmlReturn_t gpuscopeSimGetCallCount(const char* function, unsigned long long* count);
 
 }  // extern "C"
 

@@ -2,7 +2,8 @@
 
 namespace gpuscope::sampler {
 
-Sampler::Sampler(ReadFn read, std::chrono::nanoseconds interval) : read_(std::move(read)), interval_(interval) {}
+Sampler::Sampler(ReadFn read, std::chrono::nanoseconds interval, const model::Clock& clock)
+    : read_(std::move(read)), interval_(interval), clock_(clock) {}
 
 Sampler::~Sampler() { stop(); }
 
@@ -39,19 +40,17 @@ std::shared_ptr<const Publication> Sampler::wait_for(std::uint64_t sequence, std
 }
 
 void Sampler::run() {
-  using clock = std::chrono::steady_clock;
-  auto next = clock::now();
+  auto next = clock_.steady();
   std::uint64_t sequence = 0;
   for (;;) {
     {
       std::unique_lock lock(mu_);
-      cv_.wait_until(lock, next, [this] { return stop_requested_; });
-      if (stop_requested_) break;
+      if (clock_.wait_until(lock, cv_, next, [this] { return stop_requested_; })) break;
     }
     auto pub = std::make_shared<Publication>();
-    pub->started = clock::now();
+    pub->started = clock_.steady();
     pub->snapshot = read_();
-    pub->finished = clock::now();
+    pub->finished = clock_.steady();
     pub->sequence = ++sequence;
     const auto took = pub->finished - pub->started;
     samples_.fetch_add(1, std::memory_order_relaxed);
@@ -65,8 +64,9 @@ void Sampler::run() {
     // Keep the grid: the next reading is due one interval after this one was due; a reading that ran
     // past one or more ticks skips them rather than firing back to back.
     next += interval_;
-    const auto now = clock::now();
-    if (next <= now) next += ((now - next) / interval_ + 1) * interval_;
+    const auto now = clock_.steady();
+    // A tick due exactly now is not missed: only ticks strictly past are skipped.
+    if (next < now) next += ((now - next) / interval_ + 1) * interval_;
   }
   std::lock_guard lock(mu_);
   finished_ = true;

@@ -12,13 +12,15 @@
 #include <mutex>
 #include <thread>
 
+#include "model/clock.h"
 #include "model/snapshot.h"
 
 namespace gpuscope::sampler {
 
 struct Publication {
   model::Snapshot snapshot;
-  // When the reading started and ended, on the steady clock (staleness is measured from `started`).
+  // When the reading started and ended, on the sampler's clock's steady time (staleness is measured
+  // from `started`).
   std::chrono::steady_clock::time_point started;
   std::chrono::steady_clock::time_point finished;
   std::uint64_t sequence = 0;  // 1 for the first reading
@@ -33,8 +35,9 @@ class Sampler {
  public:
   using ReadFn = std::function<model::Snapshot()>;
 
-  // `read` is called on the sampler thread only. Nothing runs until start().
-  Sampler(ReadFn read, std::chrono::nanoseconds interval);
+  // `read` is called on the sampler thread only. Nothing runs until start(). The interval is kept on
+  // `clock` (a virtual clock in tests), which must outlive the sampler.
+  Sampler(ReadFn read, std::chrono::nanoseconds interval, const model::Clock& clock = model::system_clock());
   ~Sampler();  // stop()
   Sampler(const Sampler&) = delete;
   Sampler& operator=(const Sampler&) = delete;
@@ -58,6 +61,7 @@ class Sampler {
 
   ReadFn read_;
   std::chrono::nanoseconds interval_;
+  const model::Clock& clock_;
   std::atomic<std::shared_ptr<const Publication>> latest_;
   std::atomic<std::uint64_t> samples_{0};
   std::atomic<std::uint64_t> overruns_{0};

@@ -13,6 +13,12 @@ LibraryState& library() {
 
 nvmlReturn_t apply_faults(std::unique_lock<std::mutex>& lock, std::string_view function, std::optional<unsigned> gpu,
                           Simulator*& sim, double& t) {
+  LibraryState& state = library();
+  if (auto it = state.calls.find(function); it != state.calls.end()) {
+    ++it->second;
+  } else {
+    state.calls.emplace(std::string(function), 1);
+  }
   FaultDecision d = sim->faults().decide(function, gpu, t);
   if (d.delay_s > 0) {
     // A slow driver call: other threads keep going meanwhile, as they would with a real driver.

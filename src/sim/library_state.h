@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -37,6 +38,8 @@ struct LibraryState {
   // Texts are kept forever so a pointer handed out never dangles.
   const char* unknown_error_text = "Unknown Error";
   std::deque<std::string> texts;
+  // Calls per function since the library was loaded (gpuscopeSimGetCallCount).
+  std::map<std::string, unsigned long long, std::less<>> calls;
 };
 
 // Deliberately never destroyed: clients may call in from atexit handlers or other threads while

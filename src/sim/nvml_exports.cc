@@ -238,6 +238,19 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t gpuscopeSimGetProcessName(unsigned int pid, cha
   });
 }
 
+GPUSCOPE_SIM_EXPORT nvmlReturn_t gpuscopeSimGetCallCount(const char* function, unsigned long long* count) {
+  try {
+    LibraryState& lib = library();
+    const std::lock_guard lock(lib.mutex);
+    if (function == nullptr || count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    const auto it = lib.calls.find(std::string_view(function));
+    *count = it == lib.calls.end() ? 0 : it->second;
+    return NVML_SUCCESS;
+  } catch (...) {
+    return NVML_ERROR_UNKNOWN;
+  }
+}
+
 GPUSCOPE_SIM_EXPORT nvmlReturn_t gpuscopeSimGetHostname(char* name, unsigned int length) {
   return node_call("gpuscopeSimGetHostname",
                    [&](Simulator& sim, double) { return copy_string(sim.scenario().node.hostname, name, length); });

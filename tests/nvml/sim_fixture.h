@@ -1,6 +1,7 @@
 // Helpers for backend tests: open NvmlBackend on the built simulator with a scenario given inline.
 #pragma once
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -54,6 +55,21 @@ inline std::unique_ptr<NvmlBackend> open_sim(const std::string& scenario, double
   BackendOptions o;
   o.watch_events = watch_events;
   return open_sim_with(o, scenario, sim_seconds, legacy);
+}
+
+// How many times the simulator (the full build, already loaded by a backend) has answered `function`:
+// tests assert what a reading calls, not how long it took.
+inline unsigned long long sim_calls(const char* function) {
+  void* handle = dlopen(GPUSCOPE_SIM_LIB, RTLD_NOW | RTLD_NOLOAD);
+  if (handle == nullptr) {
+    ADD_FAILURE() << "the simulator is not loaded";
+    return 0;
+  }
+  auto* get = reinterpret_cast<decltype(&::gpuscopeSimGetCallCount)>(dlsym(handle, "gpuscopeSimGetCallCount"));
+  unsigned long long n = 0;
+  if (get == nullptr || get(function, &n) != NVML_SUCCESS) ADD_FAILURE() << "gpuscopeSimGetCallCount failed";
+  dlclose(handle);
+  return n;
 }
 
 }  // namespace gpuscope::nvml::testing
