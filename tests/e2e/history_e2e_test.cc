@@ -75,7 +75,7 @@ TEST(HistoryE2e, QueriesThroughTheApiAndEval) {
 
   auto bad = run_command({kExe, "eval", "sum(DCGM_FI_DEV_GPU_TEMP", "--url", url});
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.err.find("gpuscope: bad_data: 1:25: parse error"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("gpuscope: bad_data: invalid parameter \"query\": 1:25: parse error"), std::string::npos) << bad.err;
   auto both = run_command({kExe, "eval", "up", "--url", url, "--data-dir", "/tmp"});
   EXPECT_EQ(both.exit_code, 2);
   EXPECT_EQ(both.err, "gpuscope: eval needs exactly one of --url and --data-dir\n");
