@@ -3,6 +3,8 @@
 // route the agent answers, each link working.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <regex>
 #include <set>
 #include <thread>
@@ -35,6 +37,37 @@ TEST(AgentHttpE2e, TheFirstRequestAfterThePortOpensAlreadyHasTheGpusAndHealth200
       << "the first scrape had no GPU series:\n" << first.body.substr(0, 2000);
   auto health = http_get(port, "/healthz");
   EXPECT_EQ(health.status, 200) << health.body;
+}
+
+// A driver that hangs on the first reading neither keeps the port closed for good nor keeps SIGTERM
+// from stopping the agent.
+TEST(AgentHttpE2e, AFirstReadingThatHangsDelaysThePortTenSecondsAtMostAndSigtermStillStops) {
+  TempDir dir;
+  const auto hang = dir.write("hang.yaml",
+                              "seed: 6\nnode: {hostname: hang-test}\ngpus: {count: 2, model: NVIDIA H100 80GB HBM3}\n"
+                              "workload: {profile: training}\n"
+                              "faults:\n  - {type: slow, function: nvmlDeviceGetFieldValues, delay: 60s, at: 0s, for: 120s}\n");
+  {
+    const int port = free_port();
+    BackgroundProcess agent({GPUSCOPE_EXE, "--simulate=" + hang, "serve", "--listen", "127.0.0.1:" + std::to_string(port),
+                             "--data-dir", (dir.path / "a").string()},
+                            live_env());
+    ASSERT_TRUE(agent.wait_for_line("msg=history", 10s)) << agent.output();
+    std::this_thread::sleep_for(500ms);  // inside the first reading
+    EXPECT_EQ(http_get(port, "/healthz", {}, 1s).status, 0) << "the port opened before the first reading";
+    // Well before the 10 s the wait would take: the stop request ends it.
+    EXPECT_EQ(agent.signal_and_wait(SIGTERM, 5s), 0) << agent.output();
+    EXPECT_NE(agent.output().find("msg=\"stopping before the first reading\" signal=SIGTERM"), std::string::npos)
+        << agent.output();
+  }
+  Agent agent({"--simulate=" + hang, "serve", "--listen", "127.0.0.1:0", "--data-dir", (dir.path / "b").string()},
+              live_env());
+  ASSERT_GT(agent.port, 0) << agent.process->output();
+  EXPECT_NE(agent.process->output().find("level=warn msg=\"no GPU reading yet; listening anyway"), std::string::npos)
+      << agent.process->output();
+  auto health = http_get(agent.port, "/healthz");
+  EXPECT_EQ(health.status, 503);
+  EXPECT_EQ(health.body, "no GPU reading yet\n");
 }
 
 // Every route the index links, found in the page itself, so a link added or lost is seen here.
