@@ -1,7 +1,13 @@
 #include "cli/eval_verb.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <ostream>
 
 #include <fmt/format.h>
@@ -36,28 +42,87 @@ std::size_t collect(char* data, std::size_t size, std::size_t n, void* out) {
   return size * n;
 }
 
-// GETs `url`; the body (Prometheus's JSON, success or error) or a one-line transport error.
-std::expected<std::string, std::string> http_get(const std::string& url) {
+// What came back over HTTP.
+struct HttpAnswer {
+  long status = 0;
+  std::string content_type;
+  std::string body;
+};
+
+// GETs `url` within `timeout` (connecting included); the answer, whatever its status, or a one-line
+// transport error.
+std::expected<HttpAnswer, std::string> http_get(const std::string& url, std::chrono::milliseconds timeout) {
   auto api = notify::curl_api();
   if (!api) return std::unexpected(api.error());
   const notify::CurlApi& curl_fns = **api;
   CURL* curl = curl_fns.easy_init();
   if (curl == nullptr) return std::unexpected("cannot initialize libcurl");
-  std::string body;
+  HttpAnswer answer;
   char error[CURL_ERROR_SIZE] = {0};
   curl_fns.easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_fns.easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
-  curl_fns.easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+  curl_fns.easy_setopt(curl, CURLOPT_WRITEDATA, &answer.body);
   curl_fns.easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
-  curl_fns.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
-  curl_fns.easy_setopt(curl, CURLOPT_TIMEOUT, 300L);
+  curl_fns.easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
   curl_fns.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   const CURLcode rc = curl_fns.easy_perform(curl);
+  if (rc == CURLE_OK) {
+    curl_fns.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &answer.status);
+    const char* type = nullptr;
+    if (curl_fns.easy_getinfo(curl, CURLINFO_CONTENT_TYPE, &type) == CURLE_OK && type != nullptr) answer.content_type = type;
+  }
   curl_fns.easy_cleanup(curl);
   if (rc != CURLE_OK) {
-    return std::unexpected(fmt::format("{}: {}", url, *error != '\0' ? error : curl_fns.easy_strerror(rc)));
+    std::string what = *error != '\0' ? error : curl_fns.easy_strerror(rc);
+    if (rc == CURLE_OPERATION_TIMEDOUT) what += fmt::format(" (--timeout {}ms)", timeout.count());
+    return std::unexpected(fmt::format("{}: {}", url, what));
   }
-  return body;
+  return answer;
+}
+
+// At most kExcerptBytes of a body on one line, every byte outside printable ASCII escaped: enough to
+// tell an HTML error page or a proxy's message from an API answer without dumping it.
+constexpr std::size_t kExcerptBytes = 120;
+std::string excerpt(std::string_view body) {
+  if (body.empty()) return "empty body";
+  std::string out = "\"";
+  for (const char ch : body.substr(0, kExcerptBytes)) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      default:
+        if (c < 0x20 || c >= 0x7f) {
+          out += fmt::format("\\x{:02x}", c);
+        } else {
+          out += ch;
+        }
+    }
+  }
+  out += '"';
+  if (body.size() > kExcerptBytes) out += fmt::format("... ({} bytes)", body.size());
+  return out;
+}
+
+// Whether an agent holds the data directory's lock (serve takes it with flock for its whole life and
+// writes its pid in it); its pid, or nullopt. The lock file is only opened, never created.
+std::optional<std::string> live_agent(const std::string& data_dir) {
+  const std::string path = data_dir + "/lock";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::optional<std::string> pid;
+  if (::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+    char text[32] = {0};
+    const auto n = ::pread(fd, text, sizeof text - 1, 0);
+    std::string who = n > 0 ? std::string(text, static_cast<std::size_t>(n)) : std::string("?");
+    while (!who.empty() && (who.back() == '\n' || who.back() == ' ')) who.pop_back();
+    pid = who;
+  }
+  ::close(fd);  // also releases a shared lock taken above
+  return pid;
 }
 
 std::string metric_text(const nlohmann::json& metric) {
@@ -118,8 +183,22 @@ std::expected<EvalOptions, ParseExit> parse_eval_args(std::span<const std::strin
   app->add_option("--format", format, "text (default; promtool's layout; 'table' also works) or json (Prometheus's API JSON)")
       ->type_name("FORMAT");
   app->add_option("--url", o.url, "a running agent, e.g. http://127.0.0.1:9400 (or any Prometheus)")->type_name("URL");
-  app->add_option("--data-dir", o.data_dir, "read this data directory instead of asking an agent")->type_name("DIR");
+  app->add_option("--data-dir", o.data_dir,
+                  "read this data directory (an agent's --data-dir) instead of asking an agent; it is never created "
+                  "or written")
+      ->type_name("DIR");
+  const auto default_timeout = std::chrono::duration_cast<std::chrono::seconds>(kEvalQueryTimeout + kEvalTimeoutMargin);
+  std::string timeout = fmt::format("{}s", default_timeout.count());
+  app->add_option("--timeout", timeout,
+                  "give up on the answer after this long, 100ms to 1h (default 130s: the agent's default "
+                  "--query-timeout, 2m, plus 10s)")
+      ->type_name("DURATION");
   if (auto parsed = parse_arguments(*app, args); !parsed) return std::unexpected(parsed.error());
+  auto to = parse_duration(timeout);
+  if (!to || *to < std::chrono::milliseconds(100) || *to > std::chrono::hours(1)) {
+    return std::unexpected(usage(fmt::format("invalid value '{}' for --timeout (100ms to 1h, e.g. 30s)", timeout)));
+  }
+  o.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*to);
   auto json = json_format(format);
   if (!json) return std::unexpected(json.error());
   o.json = *json;
@@ -168,20 +247,44 @@ int run_eval(std::span<const std::string> args, const Invocation& inv) {
     } else {
       url += fmt::format("/api/v1/query?query={}&time={}", notify::query_escape(o.expr), secs(o.time_ms.value_or(now)));
     }
-    auto got = http_get(url);
+    auto got = http_get(url, o.timeout);
     if (!got) {
       inv.err << "gpuscope: " << got.error() << '\n';
       return kExitRuntime;
     }
-    body = std::move(*got);
+    auto json = nlohmann::json::parse(got->body, nullptr, false);
+    if (json.is_discarded() || !json.is_object() || !json.contains("status")) {
+      // Not Prometheus's API (a web page, a proxy's error, an empty answer): say what answered.
+      inv.err << "gpuscope: " << url << ": HTTP " << got->status
+              << (got->content_type.empty() ? "" : " " + got->content_type)
+              << ", not Prometheus API JSON: " << excerpt(got->body) << '\n';
+      return kExitRuntime;
+    }
+    body = std::move(got->body);
   } else {
     std::error_code ec;
+    if (!std::filesystem::exists(o.data_dir, ec)) {
+      inv.err << "gpuscope: --data-dir " << o.data_dir << ": no such directory\n";
+      return kExitUsage;
+    }
     if (!std::filesystem::is_directory(o.data_dir, ec)) {
       inv.err << "gpuscope: --data-dir " << o.data_dir << ": not a directory\n";
       return kExitUsage;
     }
+    // Read-only commands never create a store: a directory without one is not a data directory.
+    if (!std::filesystem::exists(std::filesystem::path(o.data_dir) / store::kChunkDatabaseFileName, ec)) {
+      inv.err << "gpuscope: --data-dir " << o.data_dir << ": holds no history (no " << store::kChunkDatabaseFileName
+              << "; is it the directory an agent's --data-dir names?)\n";
+      return kExitUsage;
+    }
+    if (auto pid = live_agent(o.data_dir)) {
+      inv.err << "gpuscope: note: an agent (pid " << *pid << ") is recording into " << o.data_dir
+              << "; its newest readings (up to its --flush-interval, 60s by default) are only in its memory: "
+                 "--url with its address (e.g. http://127.0.0.1:9400) includes them\n";
+    }
     store::TsdbOptions so;
     so.data_dir = o.data_dir;
+    so.read_only = true;
     so.warn = [&inv](std::string_view what) { inv.err << "gpuscope: warning: damaged chunk skipped: " << what << '\n'; };
     // Reading must not shorten the agent's history: retention is the agent's business.
     so.retention_ms = std::numeric_limits<std::int64_t>::max() / 4;
@@ -190,7 +293,9 @@ int run_eval(std::span<const std::string> args, const Invocation& inv) {
       inv.err << "gpuscope: --data-dir " << o.data_dir << ": " << tsdb.error() << '\n';
       return kExitRuntime;
     }
-    promql::Engine engine;
+    promql::EngineOptions eo;
+    eo.timeout = o.timeout;
+    promql::Engine engine(eo);
     auto result = range ? engine.range(**tsdb, o.expr, *o.start_ms, *o.end_ms, *o.step_ms)
                         : engine.instant(**tsdb, o.expr, o.time_ms.value_or(now));
     if (!result) {
@@ -201,19 +306,15 @@ int run_eval(std::span<const std::string> args, const Invocation& inv) {
   }
 
   auto json = nlohmann::json::parse(body, nullptr, false);
-  if (json.is_discarded() || !json.is_object() || !json.contains("status")) {
-    inv.err << "gpuscope: the answer is not Prometheus API JSON: " << body.substr(0, 200) << '\n';
-    return kExitRuntime;
-  }
-  if (json["status"] != "success") {
-    inv.err << "gpuscope: " << json.value("errorType", "error") << ": " << json.value("error", "") << '\n';
-    return json.value("errorType", "") == "bad_data" ? kExitUsage : kExitRuntime;
-  }
-  if (o.json) {
-    inv.out << body << '\n';
-    return kExitOk;
-  }
   try {
+    if (json["status"] != "success") {
+      inv.err << "gpuscope: " << json.value("errorType", "error") << ": " << json.value("error", "") << '\n';
+      return json.value("errorType", "") == "bad_data" ? kExitUsage : kExitRuntime;
+    }
+    if (o.json) {
+      inv.out << body << '\n';
+      return kExitOk;
+    }
     return print_table(json, inv);
   } catch (const nlohmann::json::exception& e) {
     inv.err << "gpuscope: unexpected API JSON: " << e.what() << '\n';

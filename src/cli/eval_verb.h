@@ -2,6 +2,7 @@
 // (--url) or a data directory read offline (--data-dir), printed as a table or Prometheus's JSON.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <expected>
 #include <optional>
@@ -19,7 +20,14 @@ struct EvalOptions {
   bool json = false;
   std::string url;       // query this agent's HTTP API
   std::string data_dir;  // or read this data directory
+  // How long the answer may take: curl's limit with --url, the engine's with --data-dir.
+  std::chrono::milliseconds timeout{0};
 };
+
+// --timeout's default: an agent's default --query-timeout (2m), plus a margin for connecting and
+// for sending a large answer, so the agent's own timeout error arrives before the client gives up.
+inline constexpr std::chrono::milliseconds kEvalQueryTimeout = std::chrono::minutes(2);
+inline constexpr std::chrono::milliseconds kEvalTimeoutMargin = std::chrono::seconds(10);
 
 std::expected<EvalOptions, ParseExit> parse_eval_args(std::span<const std::string> args, std::int64_t now_ms);
 int run_eval(std::span<const std::string> args, const Invocation& inv);

@@ -40,6 +40,12 @@ constexpr auto kMinInterval = std::chrono::milliseconds(100);
 constexpr auto kMaxInterval = std::chrono::seconds(60);
 // SIGTERM must end the agent within 1 s; a sampler stuck in a driver call gets this long to return.
 constexpr auto kStopGrace = std::chrono::milliseconds(600);
+// The port opens after the first reading, so the first scrape and /healthz already see the GPUs; a
+// driver that hangs on that reading keeps it closed no longer than this (the least staleness /healthz
+// allows), and then /healthz says why it is 503.
+constexpr auto kFirstReadingWait = std::chrono::seconds(10);
+// How often that wait looks for SIGTERM/SIGINT, so they still stop the agent within a second.
+constexpr auto kSignalPoll = std::chrono::milliseconds(100);
 
 std::int64_t unix_ms_now() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -130,7 +136,7 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
       "Logs go to stderr in logfmt.",
       "  gpuscope serve --listen :9400 --interval 1s\n"
       "  gpuscope serve --collectors /etc/dcgm-exporter/default-counters.csv --hostname-label hostname\n"
-      "  gpuscope --simulate serve & curl -s 127.0.0.1:9400/metrics");
+      "  gpuscope --simulate serve & curl -s --retry 5 --retry-connrefused 127.0.0.1:9400/metrics");
   ServeOptions o;
   std::string listen = "127.0.0.1:9400", interval = "1s", hostname_label = "Hostname", log_level = "info";
   std::string max_processes = "64", max_connections = "256", http_timeout = "10s", counter_interval = "10s";
@@ -475,6 +481,36 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
     });
   }
 
+  // The first reading before the port opens: a client that connects as soon as it can (`serve & curl`,
+  // a Prometheus already scraping) gets GPU series and a 200 from /healthz, never an empty page.
+  sampler.start();
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  for (auto waited = std::chrono::milliseconds(0); !sampler.latest(); waited += kSignalPoll) {
+    if (waited >= kFirstReadingWait) {
+      log.warn("no GPU reading yet; listening anyway (/healthz answers 503 until one comes)",
+               {{"waited", fmt::format("{}s", kFirstReadingWait.count())}});
+      break;
+    }
+    if (inv.stop.load(std::memory_order_relaxed)) return kExitOk;
+    if (!inv.handle_signals) {
+      sampler.wait_for(1, kSignalPoll);
+      continue;
+    }
+    // SIGHUP is left pending for the loop below; only a stop request ends the wait early.
+    const timespec poll{0, std::chrono::duration_cast<std::chrono::nanoseconds>(kSignalPoll).count()};
+    if (const int sig = sigtimedwait(&stop_signals, nullptr, &poll); sig == SIGINT || sig == SIGTERM) {
+      log.info("stopping before the first reading", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}});
+      if (!sampler.stop(kStopGrace)) {
+        inv.err.flush();
+        std::_Exit(kExitOk);  // the first reading is inside a hung NVML call; do not wait for it
+      }
+      return kExitOk;
+    }
+  }
+
   http::HttpServerOptions http_options;
   http_options.host = o.host;
   http_options.port = o.port;
@@ -490,9 +526,12 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
       log);
   if (!server) {
     inv.err << "gpuscope: " << server.error() << '\n';
+    if (!sampler.stop(kStopGrace) && inv.handle_signals) {
+      inv.err.flush();
+      std::_Exit(kExitRuntime);
+    }
     return kExitRuntime;
   }
-  sampler.start();
   if (rule_loop) {
     // The first evaluation waits for the first reading, so rules never start on an empty store.
     rule_loop->start([&sampler] { sampler.wait_for(1, std::chrono::seconds(30)); });

@@ -231,13 +231,26 @@ HttpResponse AgentRoutes::index() const {
   for (const auto& g : gpus_) {
     gpus += fmt::format("<li>GPU {}: {} ({})</li>\n", g.index, html_escape(g.name), html_escape(g.uuid));
   }
+  // Every route `gpuscope serve` answers (the query and rules APIs are always mounted beside these
+  // routes; without --rules they answer empty lists, as Prometheus does), each linked with arguments
+  // that work, except query_range, whose times no static link can know.
   return {200, "text/html; charset=utf-8",
           fmt::format("<!doctype html>\n<html><head><title>gpuscope on {0}</title></head><body>\n"
                       "<h1>gpuscope {1} on {0}</h1>\n<ul>\n{2}</ul>\n"
                       "<p><a href=\"/metrics\">/metrics</a>: Prometheus metrics (dcgm-exporter names)</p>\n"
+                      "<p><a href=\"/healthz\">/healthz</a> (also /health): 200 while readings are fresh</p>\n"
                       "<p><a href=\"/api/v1/gpus\">/api/v1/gpus</a>: GPUs and latest values as JSON</p>\n"
-                      "<p><a href=\"/healthz\">/healthz</a>: 200 while readings are fresh</p>\n"
-                      "</body></html>\n",
+                      "<h2>Query API (Prometheus's, over the agent's history)</h2>\n<ul>\n"
+                      "<li><a href=\"/api/v1/query?query=DCGM_FI_DEV_GPU_TEMP\">/api/v1/query?query=DCGM_FI_DEV_GPU_TEMP</a></li>\n"
+                      "<li>/api/v1/query_range?query=&hellip;&amp;start=&hellip;&amp;end=&hellip;&amp;step=&hellip;</li>\n"
+                      "<li><a href=\"/api/v1/series?match%5B%5D=DCGM_FI_DEV_GPU_TEMP\">/api/v1/series?match[]=DCGM_FI_DEV_GPU_TEMP</a></li>\n"
+                      "<li><a href=\"/api/v1/labels\">/api/v1/labels</a></li>\n"
+                      "<li><a href=\"/api/v1/label/__name__/values\">/api/v1/label/__name__/values</a></li>\n"
+                      "<li><a href=\"/api/v1/status/buildinfo\">/api/v1/status/buildinfo</a></li>\n"
+                      "</ul>\n<h2>Rules (--rules)</h2>\n<ul>\n"
+                      "<li><a href=\"/api/v1/alerts\">/api/v1/alerts</a>: pending and firing alerts</li>\n"
+                      "<li><a href=\"/api/v1/rules\">/api/v1/rules</a>: rule groups and their state</li>\n"
+                      "</ul>\n</body></html>\n",
                       html_escape(system_.hostname), html_escape(version_), gpus),
           {},
           nullptr};

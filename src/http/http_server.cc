@@ -28,11 +28,21 @@ struct ConnectionState {
   bool in_request = false;
 };
 
-// Per request: the body read so far.
+// Per request: its request target's length (libmicrohttpd hands the handler the path alone), whether
+// the handler has seen its headers yet, and the body read so far.
 struct RequestState {
+  std::size_t target_bytes = 0;
+  bool headers_seen = false;
   std::string body;
   bool too_large = false;
 };
+
+// libmicrohttpd answers a request line or headers that do not fit its per-connection memory with its
+// own HTML page ("Request too big"), which no option replaces. Its memory is this many times the
+// agent's header limit, so a request over the limit by up to that much still fits, reaches
+// on_request and gets the agent's own one-line answer; only one larger than that gets libmicrohttpd's.
+// The memory is reserved per connection but only touched as a client fills it.
+constexpr std::size_t kMhdMemoryPerHeaderLimit = 4;
 
 struct HttpServer::Impl {
   HttpServerOptions options;
@@ -78,8 +88,9 @@ const MicrohttpdApi& mhd() { return **microhttpd_api(); }
 // Keeps a shared body alive until libmicrohttpd has sent it.
 void release_shared_body(void* holder) { delete static_cast<std::shared_ptr<const std::string>*>(holder); }
 
-MHD_Response* make_response(const HttpResponse& r, bool head) {
-  if (head) return mhd().create_response_from_buffer(0, nullptr, MHD_RESPMEM_PERSISTENT);
+// A HEAD request gets the GET response whole: libmicrohttpd sends its headers, Content-Length
+// included, and leaves the body out.
+MHD_Response* make_response(const HttpResponse& r) {
   if (r.shared_body) {
     auto* holder = new std::shared_ptr<const std::string>(r.shared_body);
     MHD_Response* response = mhd().create_response_from_buffer_with_free_callback_cls(
@@ -90,8 +101,8 @@ MHD_Response* make_response(const HttpResponse& r, bool head) {
   return mhd().create_response_from_buffer(r.body.size(), const_cast<char*>(r.body.data()), MHD_RESPMEM_MUST_COPY);
 }
 
-MHD_Result queue(MHD_Connection* connection, const HttpResponse& r, bool head) {
-  MHD_Response* response = make_response(r, head);
+MHD_Result queue(MHD_Connection* connection, const HttpResponse& r) {
+  MHD_Response* response = make_response(r);
   if (response == nullptr) return MHD_NO;
   mhd().add_response_header(response, "Content-Type", r.content_type.c_str());
   for (const auto& [k, v] : r.headers) mhd().add_response_header(response, k.c_str(), v.c_str());
@@ -102,19 +113,53 @@ MHD_Result queue(MHD_Connection* connection, const HttpResponse& r, bool head) {
 
 HttpResponse plain(int status, std::string text) { return {status, "text/plain; charset=utf-8", std::move(text), {}, nullptr}; }
 
+// The request target as the client sent it (path and query, undecoded); its return value is the
+// request's first *req_cls.
+void* on_uri(void* /*cls*/, const char* uri, MHD_Connection* /*connection*/) {
+  auto* state = new RequestState();
+  state->target_bytes = uri != nullptr ? std::strlen(uri) : 0;
+  return state;
+}
+
+// The request line and headers as sent (each header "Name: value\r\n"), near enough for a limit.
+std::size_t head_bytes(MHD_Connection* connection, std::string_view method, std::size_t target_bytes) {
+  std::size_t total = method.size() + 1 + target_bytes + std::string_view(" HTTP/1.1\r\n").size();
+  mhd().get_connection_values(
+      connection, MHD_HEADER_KIND,
+      [](void* cls, MHD_ValueKind, const char* key, const char* value) -> MHD_Result {
+        *static_cast<std::size_t*>(cls) += std::strlen(key != nullptr ? key : "") + 2 +
+                                           std::strlen(value != nullptr ? value : "") + 2;
+        return MHD_YES;
+      },
+      &total);
+  return total;
+}
+
 MHD_Result on_request(void* cls, MHD_Connection* connection, const char* url, const char* method,
                       const char* /*version*/, const char* upload_data, size_t* upload_data_size, void** req_cls) {
   auto& impl = *static_cast<HttpServer::Impl*>(cls);
-  if (*req_cls == nullptr) {
-    *req_cls = new RequestState();
+  if (*req_cls == nullptr) *req_cls = new RequestState();  // on_uri was not called (it always is, but be safe)
+  auto& state = *static_cast<RequestState*>(*req_cls);
+  const std::string_view m = method;
+  if (!state.headers_seen) {
+    state.headers_seen = true;
     if (const auto* info = mhd().get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
         info != nullptr && info->socket_context != nullptr) {
       std::lock_guard lock(impl.mu);
       static_cast<ConnectionState*>(info->socket_context)->in_request = true;
     }
+    // The agent's limit, in its own words (libmicrohttpd's memory is larger; see kMhdMemoryPerHeaderLimit).
+    const std::size_t limit = impl.options.max_header_bytes;
+    if (state.target_bytes > limit) {
+      return queue(connection, plain(414, fmt::format("414 URI too long: the URL is {} bytes, over the limit of {}\n",
+                                                      state.target_bytes, limit)));
+    }
+    if (const std::size_t bytes = head_bytes(connection, m, state.target_bytes); bytes > limit) {
+      return queue(connection, plain(431, fmt::format("431 request headers too large: {} bytes, over the limit of {}\n",
+                                                      bytes, limit)));
+    }
     return MHD_YES;
   }
-  auto& state = *static_cast<RequestState*>(*req_cls);
   if (*upload_data_size != 0) {
     if (state.body.size() + *upload_data_size > impl.options.max_body_bytes) {
       state.too_large = true;
@@ -124,10 +169,8 @@ MHD_Result on_request(void* cls, MHD_Connection* connection, const char* url, co
     *upload_data_size = 0;
     return MHD_YES;
   }
-  const std::string_view m = method;
-  const bool head = m == "HEAD";
   if (state.too_large) {
-    return queue(connection, plain(413, fmt::format("request body over {} bytes\n", impl.options.max_body_bytes)), head);
+    return queue(connection, plain(413, fmt::format("request body over {} bytes\n", impl.options.max_body_bytes)));
   }
   const HttpRequest request(connection, m, url, state.body);
   HttpResponse response;
@@ -137,7 +180,7 @@ MHD_Result on_request(void* cls, MHD_Connection* connection, const char* url, co
     impl.log->error("request handler failed", {{"path", std::string(url)}, {"err", e.what()}});
     response = plain(500, "internal error\n");
   }
-  return queue(connection, response, head);
+  return queue(connection, response);
 }
 
 void on_completed(void* cls, MHD_Connection* connection, void** req_cls, MHD_RequestTerminationCode) {
@@ -286,7 +329,8 @@ std::expected<std::unique_ptr<HttpServer>, std::string> HttpServer::start(const 
       MHD_OPTION_SOCK_ADDR, reinterpret_cast<sockaddr*>(&addr),
       MHD_OPTION_THREAD_POOL_SIZE, static_cast<unsigned>(std::max(1u, options.threads)),
       MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(options.max_connections),
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<size_t>(options.max_header_bytes),
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<size_t>(options.max_header_bytes * kMhdMemoryPerHeaderLimit),
+      MHD_OPTION_URI_LOG_CALLBACK, &on_uri, &impl,
       MHD_OPTION_CONNECTION_TIMEOUT, static_cast<unsigned>(options.header_timeout.count() * 3),
       MHD_OPTION_NOTIFY_COMPLETED, &on_completed, &impl,
       MHD_OPTION_NOTIFY_CONNECTION, &on_connection, &impl,

@@ -1,5 +1,6 @@
 #include "http/query_api.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <ctime>
@@ -8,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "promql/lexer.h"
 #include "promql/parser.h"
 
 namespace gpuscope::http {
@@ -241,7 +243,7 @@ std::expected<std::int64_t, std::string> parse_api_time(std::string_view text) {
     }
     if (rest != nullptr) return (static_cast<std::int64_t>(timegm(&tm)) - offset_s) * 1000 + ms;
   }
-  return std::unexpected(fmt::format("cannot parse \"{}\" to a valid timestamp", text));
+  return std::unexpected(fmt::format("cannot parse {} to a valid timestamp", promql::go_quote(text)));
 }
 
 std::expected<std::int64_t, std::string> parse_api_duration(std::string_view text) {
@@ -250,13 +252,13 @@ std::expected<std::int64_t, std::string> parse_api_duration(std::string_view tex
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), secs);
   if (ec == std::errc() && ptr == text.data() + text.size()) {
     if (!std::isfinite(secs) || secs * 1000.0 > 9.2e18 || secs * 1000.0 < -9.2e18) {
-      return std::unexpected(fmt::format("cannot parse \"{}\" to a valid duration. It overflows int64", text));
+      return std::unexpected(fmt::format("cannot parse {} to a valid duration. It overflows int64", promql::go_quote(text)));
     }
     return static_cast<std::int64_t>(std::llround(secs * 1000.0));
   }
   auto d = promql::parse_duration(text);
   if (d) return *d;
-  return std::unexpected(fmt::format("cannot parse \"{}\" to a valid duration", text));
+  return std::unexpected(fmt::format("cannot parse {} to a valid duration", promql::go_quote(text)));
 }
 
 std::vector<std::pair<std::string, std::string>> parse_form(std::string_view body) {
@@ -327,7 +329,7 @@ HttpResponse QueryApi::handle(const HttpRequest& request) const {
 namespace {
 
 std::expected<promql::EngineOptions, std::string> with_timeout(promql::EngineOptions o, const std::vector<std::pair<std::string, std::string>>& p) {
-  if (auto t = param(p, "timeout")) {
+  if (auto t = param(p, "timeout"); t && !t->empty()) {
     auto d = parse_api_duration(*t);
     if (!d) return std::unexpected(fmt::format("invalid parameter \"timeout\": {}", d.error()));
     if (*d > 0 && std::chrono::milliseconds(*d) < o.timeout) o.timeout = std::chrono::milliseconds(*d);
@@ -335,55 +337,76 @@ std::expected<promql::EngineOptions, std::string> with_timeout(promql::EngineOpt
   return o;
 }
 
-HttpResponse result_or_error(const std::expected<promql::QueryResult, promql::QueryError>& r) {
-  if (!r) return api_error(promql::error_type_name(r.error().kind), r.error().message);
+// The answer to a query. What the engine refuses before evaluating (a parse error, a range query of
+// a range vector) names the parameter, as Prometheus 3 does for both query kinds; evaluation errors
+// (execution, timeout, storage) do not.
+HttpResponse query_result(const std::expected<promql::QueryResult, promql::QueryError>& r) {
+  if (!r) {
+    const auto kind = r.error().kind;
+    if (kind == promql::QueryError::Kind::kBadData || kind == promql::QueryError::Kind::kUnsupported) {
+      return api_error("bad_data", fmt::format("invalid parameter \"query\": {}", r.error().message));
+    }
+    return api_error(promql::error_type_name(kind), r.error().message);
+  }
   return json_response(200, render_query_result(*r));
+}
+
+// Prometheus's words for a time parameter of /query, /series, /labels and /label/NAME/values (its
+// parseTimeParam); query_range's start and end are read without the middle part (its parseTime).
+std::string invalid_time(std::string_view name, const std::string& error) {
+  return fmt::format("invalid parameter \"{0}\": Invalid time value for '{0}': {1}", name, error);
+}
+
+// 11000 → "11,000", as Prometheus writes the limit in its message.
+std::string with_thousands(std::size_t n) {
+  std::string digits = std::to_string(n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
 }
 
 }  // namespace
 
 HttpResponse QueryApi::query(const Params& p) const {
-  auto q = param(p, "query");
-  if (!q) return api_error("bad_data", "invalid parameter \"query\": query must not be empty");
   std::int64_t t = now_ms_();
   if (auto tt = param(p, "time"); tt && !tt->empty()) {
     auto parsed = parse_api_time(*tt);
-    if (!parsed) return api_error("bad_data", fmt::format("invalid parameter \"time\": {}", parsed.error()));
+    if (!parsed) return api_error("bad_data", invalid_time("time", parsed.error()));
     t = *parsed;
   }
   auto o = with_timeout(options_.engine, p);
   if (!o) return api_error("bad_data", o.error());
-  return result_or_error(promql::Engine(*o).instant(data_, *q, t));
+  // A missing query is parsed as the empty one: Prometheus's "no expression found in input".
+  return query_result(promql::Engine(*o).instant(data_, param(p, "query").value_or(""), t));
 }
 
 HttpResponse QueryApi::query_range(const Params& p) const {
-  auto q = param(p, "query");
-  if (!q) return api_error("bad_data", "invalid parameter \"query\": query must not be empty");
+  // Checked in Prometheus's order, with its messages: start, end, their order, step, points, timeout,
+  // then the query.
   std::int64_t bounds[2];
   const char* names[] = {"start", "end"};
   for (int i = 0; i < 2; ++i) {
-    auto v = param(p, names[i]);
-    if (!v) return api_error("bad_data", fmt::format("invalid parameter \"{}\": cannot parse \"\" to a valid timestamp", names[i]));
-    auto parsed = parse_api_time(*v);
+    auto parsed = parse_api_time(param(p, names[i]).value_or(""));
     if (!parsed) return api_error("bad_data", fmt::format("invalid parameter \"{}\": {}", names[i], parsed.error()));
     bounds[i] = *parsed;
   }
-  if (bounds[1] < bounds[0]) return api_error("bad_data", "end timestamp must not be before start time");
-  auto s = param(p, "step");
-  if (!s) return api_error("bad_data", "invalid parameter \"step\": cannot parse \"\" to a valid duration");
-  auto step = parse_api_duration(*s);
+  if (bounds[1] < bounds[0]) return api_error("bad_data", "invalid parameter \"end\": end timestamp must not be before start time");
+  auto step = parse_api_duration(param(p, "step").value_or(""));
   if (!step) return api_error("bad_data", fmt::format("invalid parameter \"step\": {}", step.error()));
   if (*step <= 0) {
-    return api_error("bad_data", "zero or negative query resolution step widths are not accepted. Try a positive integer");
+    return api_error("bad_data",
+                     "invalid parameter \"step\": zero or negative query resolution step widths are not accepted. Try a positive integer");
   }
   if ((bounds[1] - bounds[0]) / *step > static_cast<std::int64_t>(options_.max_points_per_series)) {
     return api_error("bad_data", fmt::format("exceeded maximum resolution of {} points per timeseries. Try decreasing "
                                              "the query resolution (?step=XX)",
-                                             options_.max_points_per_series));
+                                             with_thousands(options_.max_points_per_series)));
   }
   auto o = with_timeout(options_.engine, p);
   if (!o) return api_error("bad_data", o.error());
-  return result_or_error(promql::Engine(*o).range(data_, *q, bounds[0], bounds[1], *step));
+  return query_result(promql::Engine(*o).range(data_, param(p, "query").value_or(""), bounds[0], bounds[1], *step));
 }
 
 namespace {
@@ -396,18 +419,20 @@ std::expected<Window, std::string> window(const std::vector<std::pair<std::strin
   Window w{kMinTime, kMaxTime};
   if (auto v = param(p, "start"); v && !v->empty()) {
     auto t = parse_api_time(*v);
-    if (!t) return std::unexpected(fmt::format("invalid parameter \"start\": {}", t.error()));
+    if (!t) return std::unexpected(invalid_time("start", t.error()));
     w.start = *t;
   }
   if (auto v = param(p, "end"); v && !v->empty()) {
     auto t = parse_api_time(*v);
-    if (!t) return std::unexpected(fmt::format("invalid parameter \"end\": {}", t.error()));
+    if (!t) return std::unexpected(invalid_time("end", t.error()));
     w.end = *t;
   }
   return w;
 }
 
-// match[] selectors, each parsed as PromQL's series selector.
+// match[] selectors, each parsed as PromQL's series selector. Every one must narrow the selection (a
+// matcher the empty value fails): `{}` or `{a=""}` would select everything, which Prometheus refuses
+// rather than guess at a typo.
 std::expected<std::vector<std::vector<store::LabelMatcher>>, std::string> matchers(
     const std::vector<std::pair<std::string, std::string>>& p) {
   std::vector<std::vector<store::LabelMatcher>> out;
@@ -415,6 +440,11 @@ std::expected<std::vector<std::vector<store::LabelMatcher>>, std::string> matche
     auto e = promql::parse_selector(m);
     if (!e) return std::unexpected(e.error().to_string(m));
     out.push_back((*e)->as<promql::VectorSelector>()->matchers);
+  }
+  for (const auto& set : out) {
+    if (std::ranges::none_of(set, [](const store::LabelMatcher& m) { return !m.matches_empty(); })) {
+      return std::unexpected(std::string("match[] must contain at least one non-empty matcher"));
+    }
   }
   return out;
 }
@@ -433,11 +463,12 @@ void append_string_list(std::string& out, const std::set<std::string>& items) {
 }  // namespace
 
 HttpResponse QueryApi::series(const Params& p) const {
+  // Prometheus's order and words: match[] present, start, end, then match[] itself (named, here only).
+  if (params(p, "match[]").empty()) return api_error("bad_data", "no match[] parameter provided");
   auto w = window(p);
   if (!w) return api_error("bad_data", w.error());
   auto ms = matchers(p);
-  if (!ms) return api_error("bad_data", ms.error());
-  if (ms->empty()) return api_error("bad_data", "no match[] parameter provided");
+  if (!ms) return api_error("bad_data", fmt::format("invalid parameter \"match[]\": {}", ms.error()));
   std::set<store::Labels> found;
   for (const auto& m : *ms) {
     auto r = data_.select(m, w->start, w->end);
@@ -474,7 +505,7 @@ HttpResponse QueryApi::labels(const Params& p) const {
 }
 
 HttpResponse QueryApi::label_values(std::string_view name, const Params& p) const {
-  if (!store::is_valid_label_name(name)) return api_error("bad_data", fmt::format("invalid label name: \"{}\"", name));
+  if (!store::is_valid_label_name(name)) return api_error("bad_data", fmt::format("invalid label name: {}", promql::go_quote(name)));
   auto w = window(p);
   if (!w) return api_error("bad_data", w.error());
   auto ms = matchers(p);

@@ -8,6 +8,7 @@
 
 #include "export/timestamp_text.h"
 #include "promql/ast.h"
+#include "promql/lexer.h"
 
 namespace gpuscope::http {
 namespace {
@@ -77,7 +78,9 @@ HttpResponse RulesApi::rules(const HttpRequest& request) const {
     if (k == "type") type = v;
   }
   if (!type.empty() && type != "alert" && type != "record") {
-    return json_body(400, {{"status", "error"}, {"errorType", "bad_data"}, {"error", "unsupported type: " + type}});
+    return json_body(400, {{"status", "error"},
+                           {"errorType", "bad_data"},
+                           {"error", "invalid parameter \"type\": not supported value " + promql::go_quote(type)}});
   }
   json groups = json::array();
   if (rules_ != nullptr) {

@@ -166,14 +166,39 @@ std::expected<std::unique_ptr<ChunkDatabase>, std::string> ChunkDatabase::open(c
   return std::unique_ptr<ChunkDatabase>(new ChunkDatabase(file, *writer, *reader));
 }
 
+std::expected<std::unique_ptr<ChunkDatabase>, std::string> ChunkDatabase::open_read_only(const std::filesystem::path& file) {
+  // Without SQLITE_OPEN_CREATE a missing file is an error rather than a new, empty store.
+  auto reader = open_connection(file, SQLITE_OPEN_READONLY);
+  if (!reader) return std::unexpected(reader.error());
+  std::string error;
+  {
+    Statement v(*reader, "PRAGMA user_version");
+    if (!v.ok() || v.step() != SQLITE_ROW) {
+      error = error_of(*reader, fmt::format("reading {}", file.string()));
+    } else if (v.int64(0) > kSchemaVersion) {
+      error = fmt::format("chunk database: {} has schema version {}, newer than this gpuscope's {}", file.string(),
+                          v.int64(0), kSchemaVersion);
+    } else if (v.int64(0) == 0) {
+      // The agent writes the schema and its version together when it creates the file.
+      error = fmt::format("chunk database: {} holds no gpuscope history", file.string());
+    }
+  }
+  if (!error.empty()) {
+    sqlite3_close_v2(*reader);
+    return std::unexpected(error);
+  }
+  return std::unique_ptr<ChunkDatabase>(new ChunkDatabase(file, nullptr, *reader));
+}
+
 ChunkDatabase::~ChunkDatabase() {
   sqlite3_close_v2(reader_);
-  sqlite3_close_v2(writer_);  // the last connection checkpoints the log into the file
+  if (writer_ != nullptr) sqlite3_close_v2(writer_);  // the last connection checkpoints the log into the file
 }
 
 std::expected<void, std::string> ChunkDatabase::write(std::span<const ChunkToWrite> chunks) {
   std::lock_guard lock(writer_mutex_);
   sqlite3* db = writer_;
+  if (db == nullptr) return std::unexpected(fmt::format("chunk database: {} is open read-only", file_.string()));
   if (auto ok = exec(db, "BEGIN IMMEDIATE"); !ok) return ok;
   auto rollback = [&](std::string e) {
     exec(db, "ROLLBACK");
@@ -219,6 +244,7 @@ std::expected<void, std::string> ChunkDatabase::write(std::span<const ChunkToWri
 std::expected<RetentionResult, std::string> ChunkDatabase::delete_before(std::int64_t min_t) {
   std::lock_guard lock(writer_mutex_);
   sqlite3* db = writer_;
+  if (db == nullptr) return std::unexpected(fmt::format("chunk database: {} is open read-only", file_.string()));
   if (auto ok = exec(db, "BEGIN IMMEDIATE"); !ok) return std::unexpected(ok.error());
   auto rollback = [&](std::string e) {
     exec(db, "ROLLBACK");

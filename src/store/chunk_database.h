@@ -57,6 +57,9 @@ class ChunkDatabase {
  public:
   // Opens (creating when absent) the database file; its directory must exist.
   static std::expected<std::unique_ptr<ChunkDatabase>, std::string> open(const std::filesystem::path& file);
+  // Opens an existing database file for reading only (what `eval --data-dir` reads, perhaps while an
+  // agent writes it): nothing is created or changed, and write() and delete_before() fail.
+  static std::expected<std::unique_ptr<ChunkDatabase>, std::string> open_read_only(const std::filesystem::path& file);
   ~ChunkDatabase();
   ChunkDatabase(const ChunkDatabase&) = delete;
   ChunkDatabase& operator=(const ChunkDatabase&) = delete;
@@ -84,7 +87,7 @@ class ChunkDatabase {
   std::filesystem::path file_;
   // Two connections: with WAL a query reads a consistent snapshot while a flush writes.
   mutable std::mutex writer_mutex_;
-  sqlite3* writer_;
+  sqlite3* writer_;  // null when opened read-only
   mutable std::mutex reader_mutex_;
   sqlite3* reader_;
 };

@@ -31,10 +31,13 @@ std::expected<std::vector<Sample>, std::string> decode_record(const ChunkRecord&
 }  // namespace
 
 std::expected<std::unique_ptr<Tsdb>, std::string> Tsdb::open(TsdbOptions options, std::int64_t now_ms) {
-  std::error_code ec;
-  std::filesystem::create_directories(options.data_dir, ec);
-  if (ec) return std::unexpected(fmt::format("cannot create data directory {}: {}", options.data_dir.string(), ec.message()));
-  auto db = ChunkDatabase::open(options.data_dir / kChunkDatabaseFileName);
+  if (!options.read_only) {
+    std::error_code ec;
+    std::filesystem::create_directories(options.data_dir, ec);
+    if (ec) return std::unexpected(fmt::format("cannot create data directory {}: {}", options.data_dir.string(), ec.message()));
+  }
+  const auto file = options.data_dir / kChunkDatabaseFileName;
+  auto db = options.read_only ? ChunkDatabase::open_read_only(file) : ChunkDatabase::open(file);
   if (!db) return std::unexpected(db.error());
   std::unique_ptr<Tsdb> tsdb(new Tsdb(std::move(options), std::move(*db), now_ms));
 

@@ -25,7 +25,10 @@ inline constexpr std::string_view kDefaultDataDir = "/var/lib/gpuscope";
 inline constexpr std::string_view kChunkDatabaseFileName = "chunks.sqlite";
 
 struct TsdbOptions {
-  std::filesystem::path data_dir{kDefaultDataDir};  // created when absent
+  std::filesystem::path data_dir{kDefaultDataDir};  // created when absent (unless read_only)
+  // For readers (`eval --data-dir`): the directory and its database must exist and are never created
+  // or written; flush() fails.
+  bool read_only = false;
   std::int64_t retention_ms = 15LL * 24 * 3600 * 1000;      // `--retention`, Prometheus's default
   std::int64_t flush_interval_ms = 60 * 1000;               // at most this much is lost on kill -9
   std::int64_t in_memory_ms = 3LL * 3600 * 1000;            // older persisted chunks leave memory

@@ -75,7 +75,7 @@ TEST(HistoryE2e, QueriesThroughTheApiAndEval) {
 
   auto bad = run_command({kExe, "eval", "sum(DCGM_FI_DEV_GPU_TEMP", "--url", url});
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.err.find("gpuscope: bad_data: 1:25: parse error"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("gpuscope: bad_data: invalid parameter \"query\": 1:25: parse error"), std::string::npos) << bad.err;
   auto both = run_command({kExe, "eval", "up", "--url", url, "--data-dir", "/tmp"});
   EXPECT_EQ(both.exit_code, 2);
   EXPECT_EQ(both.err, "gpuscope: eval needs exactly one of --url and --data-dir\n");
@@ -102,6 +102,25 @@ TEST(HistoryE2e, ALostGpusSeriesEndWithAStalenessMarker) {
   EXPECT_EQ(remembered["data"]["result"].size(), 1u) << "its history stays: " << remembered.dump();
   auto other = query(agent.port, "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\"}");
   EXPECT_EQ(other["data"]["result"].size(), 1u) << "GPU 0 goes on";
+}
+
+// eval --data-dir beside a running agent reads what it has flushed, read-only, and says in one line
+// that the newest readings are still in the agent's memory and how to get them.
+TEST(HistoryE2e, EvalOnALiveAgentsDataDirSaysTheNewestReadingsAreInItsMemory) {
+  TempDir data;
+  Agent agent({"--simulate=" + scenario("demo.yaml"), "serve", "--listen", "127.0.0.1:0", "--interval", "100ms",
+               "--flush-interval", "1s", "--data-dir", data.path.string()},
+              live_env());
+  ASSERT_TRUE(agent.ready()) << agent.process->output();
+  std::this_thread::sleep_for(1500ms);  // one flush
+  const std::string count = "count_over_time(DCGM_FI_DEV_GPU_TEMP{gpu=\"0\"}[1h])";
+  auto live = run_command({kExe, "eval", count, "--data-dir", data.path.string(), "--format", "json"});
+  ASSERT_EQ(live.exit_code, 0) << live.err;
+  EXPECT_GT(scalar_of(json::parse(live.out)), 0) << live.out;
+  EXPECT_EQ(live.err, "gpuscope: note: an agent (pid " + std::to_string(agent.process->pid()) + ") is recording into " +
+                          data.path.string() +
+                          "; its newest readings (up to its --flush-interval, 60s by default) are only in its memory: "
+                          "--url with its address (e.g. http://127.0.0.1:9400) includes them\n");
 }
 
 TEST(HistoryE2e, AKill9LosesAtMostOneFlushIntervalAndTheAgentCarriesOn) {

@@ -204,5 +204,74 @@ TEST(PromqlDiffE2e, AgentAndPrometheusAnswerTheSameQueriesOnTheSameSamples) {
   EXPECT_TRUE(prometheus.signal_and_wait(SIGTERM, 10s).has_value());
 }
 
+
+// The API's refusals, word for word against a real Prometheus 2.42: status, errorType and error. Left
+// out are the places where gpuscope follows Prometheus 3 instead (query_range's parse errors name the
+// parameter there, an empty query has "unknown position", and label names may be any UTF-8); the unit
+// tests hold those.
+TEST(PromqlDiffE2e, AgentAndPrometheusRefuseTheSameBadRequestsInTheSameWords) {
+  if (!std::filesystem::exists("/usr/bin/prometheus")) GTEST_SKIP() << "prometheus not installed (scripts/setup installs it)";
+  TempDir dir;
+  const int prom_port = free_port();
+  const auto config = dir.write("prometheus.yml", "global:\n  scrape_interval: 1m\n");
+  BackgroundProcess prometheus({"/usr/bin/prometheus", "--config.file=" + config,
+                                "--storage.tsdb.path=" + (dir.path / "prometheus").string(),
+                                "--web.listen-address=127.0.0.1:" + std::to_string(prom_port)});
+  Agent agent({"--simulate=" + scenario("demo.yaml"), "serve", "--listen", "127.0.0.1:0"}, frozen_env(600));
+  ASSERT_TRUE(agent.ready()) << agent.process->output();
+  for (int i = 0; i < 200 && http_get(prom_port, "/-/ready").status != 200; ++i) std::this_thread::sleep_for(100ms);
+  ASSERT_EQ(http_get(prom_port, "/-/ready").status, 200) << prometheus.output();
+
+  const std::string m = url_encode("match[]");
+  const std::vector<std::string> requests = {
+      "/api/v1/series?" + m + "=" + url_encode("{}"),
+      "/api/v1/series?" + m + "=" + url_encode("{gpu=\"\"}"),
+      "/api/v1/series?" + m + "=" + url_encode("{__name__=~\".*\"}"),
+      "/api/v1/series?" + m + "=DCGM_FI_DEV_GPU_TEMP&" + m + "=" + url_encode("{}"),
+      "/api/v1/series",
+      "/api/v1/series?start=abc",
+      "/api/v1/series?" + m + "=" + url_encode("up{") + "&start=abc",
+      "/api/v1/series?" + m + "=" + url_encode("up{"),
+      "/api/v1/series?" + m + "=up&end=x",
+      "/api/v1/labels?" + m + "=" + url_encode("{}"),
+      "/api/v1/labels?" + m + "=" + url_encode("up{"),
+      "/api/v1/labels?start=abc",
+      "/api/v1/label/__name__/values?" + m + "=" + url_encode("{a=~\".*\"}"),
+      "/api/v1/label/__name__/values?end=soon",
+      "/api/v1/label/%FF/values",
+      "/api/v1/query?query=" + url_encode("{}"),
+      "/api/v1/query?query=" + url_encode("{gpu=\"\"}"),
+      "/api/v1/query?query=" + url_encode("sum(up"),
+      "/api/v1/query?query=" + url_encode("rate(up)"),
+      "/api/v1/query?query=up&time=abc",
+      "/api/v1/query?query=up&timeout=abc",
+      "/api/v1/query?query=up&timeout=-1s",
+      "/api/v1/query_range?query=up",
+      "/api/v1/query_range?query=up&start=abc&end=1&step=1",
+      "/api/v1/query_range?query=up&start=0&end=x&step=1",
+      "/api/v1/query_range?query=up&start=10&end=0&step=1",
+      "/api/v1/query_range?query=up&start=0&end=10",
+      "/api/v1/query_range?query=up&start=0&end=10&step=abc",
+      "/api/v1/query_range?query=up&start=0&end=10&step=0",
+      "/api/v1/query_range?query=up&start=0&end=10&step=-1",
+      "/api/v1/query_range?query=up&start=0&end=10&step=-5s",
+      "/api/v1/query_range?query=up&start=0&end=10&step=1e20",
+      "/api/v1/query_range?query=up&start=0&end=100000&step=1",
+      "/api/v1/query_range?query=up&start=0&end=10&step=1&timeout=abc",
+      "/api/v1/rules?type=x",
+  };
+  for (const auto& path : requests) {
+    auto ours = http_get(agent.port, path);
+    auto theirs = http_get(prom_port, path);
+    EXPECT_EQ(ours.status, theirs.status) << path << "\n gpuscope: " << ours.body << "\n prometheus: " << theirs.body;
+    auto a = json::parse(ours.body, nullptr, false);
+    auto b = json::parse(theirs.body, nullptr, false);
+    ASSERT_FALSE(b.is_discarded()) << path << ": " << theirs.body;
+    EXPECT_EQ(a.value("errorType", "?"), b.value("errorType", "")) << path << ": " << ours.body;
+    EXPECT_EQ(a.value("error", "?"), b.value("error", "")) << path;
+  }
+  EXPECT_TRUE(prometheus.signal_and_wait(SIGTERM, 10s).has_value());
+}
+
 }  // namespace
 }  // namespace gpuscope::e2e

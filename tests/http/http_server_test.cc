@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <sstream>
 #include <thread>
 
@@ -64,6 +65,50 @@ TEST(HttpServer, HeadersOverTheLimitAreRefusedWithA4xx) {
   auto r = e2e::http_get(s.port(), "/x", {{"X-Big", std::string(8192, 'a')}});
   EXPECT_EQ(r.status / 100, 4) << r.status;
   EXPECT_EQ(e2e::http_get(s.port(), "/ok").status, 200);
+}
+
+// Over the limit, the agent answers in its own words (one line of text, as its 413), not with
+// libmicrohttpd's HTML page: 414 for the URL, 431 for the headers; the server goes on.
+TEST(HttpServer, AUrlOrHeadersOverTheLimitGetTheAgentsOwnOneLineAnswer) {
+  HttpServerOptions o;
+  o.max_header_bytes = 4096;
+  Server s(o);
+  auto url = e2e::http_get(s.port(), "/api/v1/query?query=" + std::string(9000, 'a'));
+  EXPECT_EQ(url.status, 414);
+  EXPECT_EQ(url.headers["content-type"], "text/plain; charset=utf-8");
+  EXPECT_EQ(url.body, "414 URI too long: the URL is 9020 bytes, over the limit of 4096\n");
+  auto headers = e2e::http_get(s.port(), "/x", {{"X-Big", std::string(8192, 'a')}});
+  EXPECT_EQ(headers.status, 431);
+  EXPECT_EQ(headers.headers["content-type"], "text/plain; charset=utf-8");
+  EXPECT_TRUE(headers.body.starts_with("431 request headers too large: ")) << headers.body;
+  EXPECT_TRUE(headers.body.ends_with(" bytes, over the limit of 4096\n")) << headers.body;
+  EXPECT_EQ(std::count(headers.body.begin(), headers.body.end(), '\n'), 1) << headers.body;
+  EXPECT_EQ(e2e::http_get(s.port(), "/ok").status, 200);
+}
+
+// HEAD answers what GET would, less the body: the same status and headers, Content-Length included.
+TEST(HttpServer, HeadGetsTheHeadersOfGetWithoutTheBody) {
+  Server s({}, [](const HttpRequest& r) {
+    HttpResponse out;
+    out.status = r.path() == "/missing" ? 404 : 200;
+    out.content_type = "text/html; charset=utf-8";
+    out.headers.emplace_back("Vary", "Accept");
+    if (r.path() == "/shared") {
+      out.shared_body = std::make_shared<const std::string>(777, 's');
+    } else {
+      out.body = std::string(r.path() == "/missing" ? 12 : 1030, 'b');
+    }
+    return out;
+  });
+  for (const char* path : {"/", "/shared", "/missing"}) {
+    auto get = e2e::http_get(s.port(), path);
+    auto head = e2e::http_raw(s.port(), std::string("HEAD ") + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(head.status, get.status) << path;
+    EXPECT_EQ(head.headers["content-length"], std::to_string(get.body.size())) << path;
+    EXPECT_EQ(head.headers["content-type"], get.headers["content-type"]) << path;
+    EXPECT_EQ(head.headers["vary"], "Accept") << path;
+    EXPECT_EQ(head.body, "") << path;
+  }
 }
 
 TEST(HttpServer, ConnectionsBeyondTheLimitAreNotServedUntilOthersClose) {

@@ -340,5 +340,56 @@ TEST(Tsdb, RefusesADataDirectoryItCannotCreate) {
   EXPECT_NE(db.error().find("data directory"), std::string::npos) << db.error();
 }
 
+
+// A reader (eval --data-dir) never creates a store: no directory, no database file, no schema.
+TEST(Tsdb, ReadOnlyCreatesNothingWhereThereIsNoStore) {
+  TempDir dir;
+  TsdbOptions o = options_in(dir);
+  o.read_only = true;
+  o.data_dir = dir.path() / "absent";
+  EXPECT_FALSE(Tsdb::open(o, kT0));
+  EXPECT_FALSE(std::filesystem::exists(o.data_dir));
+  o.data_dir = dir.path();
+  auto db = Tsdb::open(o, kT0);
+  ASSERT_FALSE(db);
+  EXPECT_NE(db.error().find("unable to open database file"), std::string::npos) << db.error();
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+  // An empty file is not a store either, and stays empty.
+  std::ofstream(dir.path() / kChunkDatabaseFileName).flush();
+  db = Tsdb::open(o, kT0);
+  ASSERT_FALSE(db);
+  EXPECT_NE(db.error().find("holds no gpuscope history"), std::string::npos) << db.error();
+  EXPECT_EQ(std::filesystem::file_size(dir.path() / kChunkDatabaseFileName), 0u);
+}
+
+// It reads what the writer flushed, and refuses to write: the agent's file is the agent's.
+TEST(Tsdb, ReadOnlyReadsAStoreAndNeverWritesIt) {
+  TempDir dir;
+  const std::int64_t end = kT0 + 2 * kMinute;
+  {
+    auto writer = open_tsdb(options_in(dir), kT0);
+    ASSERT_TRUE(writer);
+    for (std::int64_t t = kT0; t < end; t += 1000) writer->append_reading(t, reading_of(2, t));
+    ASSERT_TRUE(writer->flush(end));
+  }
+  const auto file = dir.path() / kChunkDatabaseFileName;
+  const auto size = std::filesystem::file_size(file);
+  const auto written = std::filesystem::last_write_time(file);
+  TsdbOptions o = options_in(dir);
+  o.read_only = true;
+  o.retention_ms = 1;  // would delete everything, were it allowed to write
+  auto reader = open_tsdb(o, end + 10 * kMinute);
+  ASSERT_TRUE(reader);
+  auto all = select_all(*reader);
+  ASSERT_EQ(all.size(), 2u);
+  for (const auto& s : all) expect_contiguous(s, series_index(s), kT0, end - 1000);
+  auto flushed = reader->flush(end + 10 * kMinute);
+  ASSERT_FALSE(flushed);
+  EXPECT_NE(flushed.error().find("read-only"), std::string::npos) << flushed.error();
+  reader.reset();
+  EXPECT_EQ(std::filesystem::file_size(file), size);
+  EXPECT_EQ(std::filesystem::last_write_time(file), written);
+}
+
 }  // namespace
 }  // namespace gpuscope::store
