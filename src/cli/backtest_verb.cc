@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/history_recorder.h"
-#include "cli/rule_evaluation_loop.h"
+#include "agent/history_recorder.h"
+#include "agent/rule_evaluation_loop.h"
 #include "export/metric_set.h"
 #include "export/timestamp_text.h"
 #include "promql/parser.h"
@@ -126,7 +126,7 @@ int run_backtest(std::span<const std::string> args, const Invocation& inv) {
   if (!options) return finish(options.error(), inv);
   const BacktestOptions& o = *options;
 
-  auto groups = load_rules(o.rule_specs);
+  auto groups = agent::load_rules(o.rule_specs);
   if (!groups) {
     for (const std::string& e : groups.error()) inv.err << "gpuscope: " << e << '\n';
     return kExitUsage;
@@ -153,7 +153,7 @@ int run_backtest(std::span<const std::string> args, const Invocation& inv) {
   metrics.hourly_price_dollars = hourly_prices(o.prices, backend.gpus());
   metrics.price_tier = std::string(model::price_tier_name(o.prices.tier));
   store::Head head;
-  HistoryRecorder recorder(head, backend.gpus(), backend.system(), metrics, log);
+  agent::HistoryRecorder recorder(head, backend.gpus(), backend.system(), metrics, log);
   recorder.set_metric_set(std::make_shared<const exporter::MetricSet>(exporter::default_metric_set()));
   rules::RuleManagerOptions ro;
   ro.default_interval_ms = o.evaluation_interval.count();

@@ -1,36 +1,20 @@
 #include "cli/serve_verb.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
 #include <ctime>
-#include <memory>
-#include <optional>
-#include <ostream>
+#include <string>
 #include <thread>
 #include <utility>
-#include <vector>
 
 #include <fmt/format.h>
 
-#include "cli/history_recorder.h"
-#include "cli/rule_evaluation_loop.h"
-#include "export/metric_set.h"
-#include "http/agent_routes.h"
+#include "agent/agent.h"
 #include "http/http_server.h"
-#include "http/query_api.h"
-#include "http/rules_api.h"
-#include "notify/notifier.h"
 #include "promql/parser.h"
-#include "sampler/hpc_job_map.h"
-#include "sampler/sampler.h"
-#include "store/series_set.h"
+#include "store/labels.h"
 #include "store/tsdb.h"
 
 namespace gpuscope::cli {
@@ -38,50 +22,6 @@ namespace {
 
 constexpr auto kMinInterval = std::chrono::milliseconds(100);
 constexpr auto kMaxInterval = std::chrono::seconds(60);
-// SIGTERM must end the agent within 1 s; a sampler stuck in a driver call gets this long to return.
-constexpr auto kStopGrace = std::chrono::milliseconds(600);
-// The port opens after the first reading, so the first scrape and /healthz already see the GPUs; a
-// driver that hangs on that reading keeps it closed no longer than this (the least staleness /healthz
-// allows), and then /healthz says why it is 503.
-constexpr auto kFirstReadingWait = std::chrono::seconds(10);
-// How often that wait looks for SIGTERM/SIGINT, so they still stop the agent within a second.
-constexpr auto kSignalPoll = std::chrono::milliseconds(100);
-
-std::int64_t unix_ms_now() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-// Creates the data directory and takes its lock file; the descriptor stays open for the process's life.
-std::expected<int, std::string> lock_data_dir(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return std::unexpected(fmt::format("cannot create it: {}", ec.message()));
-  const std::string path = dir + "/lock";
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return std::unexpected(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    char pid[32] = {0};
-    const auto n = ::pread(fd, pid, sizeof pid - 1, 0);
-    ::close(fd);
-    std::string who = n > 0 ? std::string(pid, static_cast<std::size_t>(n)) : std::string("?");
-    while (!who.empty() && (who.back() == '\n' || who.back() == ' ')) who.pop_back();
-    return std::unexpected(fmt::format("in use by another gpuscope serve (pid {}); give each agent its own --data-dir", who));
-  }
-  const std::string me = std::to_string(::getpid()) + "\n";
-  if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, me.data(), me.size(), 0);
-  return fd;
-}
-
-// Loads the collectors file, logging the lines it skips.
-std::expected<std::shared_ptr<const exporter::MetricSet>, std::string> load_set(const ServeOptions& o,
-                                                                                log::Logger& log) {
-  if (o.collectors_file.empty()) return std::make_shared<const exporter::MetricSet>(exporter::default_metric_set());
-  auto loaded = exporter::load_metric_set(o.collectors_file);
-  if (!loaded) return std::unexpected(loaded.error());
-  for (const auto& w : loaded->warnings) log.warn("collectors file line skipped", {{"detail", w}});
-  log.info("collectors file loaded", {{"file", o.collectors_file}, {"fields", std::to_string(loaded->set.fields.size())}});
-  return std::make_shared<const exporter::MetricSet>(std::move(loaded->set));
-}
 
 }  // namespace
 
@@ -101,23 +41,6 @@ std::string default_data_dir() {
   }
   return std::string(store::kDefaultDataDir);
 }
-
-namespace {
-
-exporter::NotificationStatus notification_status(const notify::NotifyStats& stats) {
-  exporter::NotificationStatus out;
-  for (const auto& i : stats.integrations) out.integrations.push_back({i.receiver, i.integration, i.total, i.failed, i.retries});
-  out.dropped = stats.dropped;
-  out.queue_length = static_cast<double>(stats.queue_length);
-  out.alert_groups = static_cast<double>(stats.alert_groups);
-  const auto& a = stats.actions;
-  out.actions = {{"started", a.started},   {"succeeded", a.succeeded}, {"failed", a.failed},
-                 {"timed_out", a.timed_out}, {"dry_run", a.dry_runs},   {"skipped_cooldown", a.skipped_cooldown},
-                 {"dropped", a.dropped}};
-  return out;
-}
-
-}  // namespace
 
 std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::string> args) {
   auto app = make_verb_app(
@@ -206,7 +129,8 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
   if (auto parsed = parse_arguments(*app, args); !parsed) return std::unexpected(parsed.error());
   auto prices = select_prices(price_flags);
   if (!prices) return std::unexpected(usage(prices.error()));
-  o.prices = std::move(*prices);
+  o.price_catalog = std::move(prices->catalog);
+  o.price_tier = prices->tier;
   o.history = !no_history;
   if (o.data_dir.empty()) o.data_dir = default_data_dir();
   auto ret = promql::parse_duration(retention);  // PromQL's durations: 15d and 2w work too
@@ -291,55 +215,31 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
 int run_serve(std::span<const std::string> args, const Invocation& inv) {
   auto options = parse_serve_args(args);
   if (!options) return finish(options.error(), inv);
-  const auto& o = *options;
+  const ServeOptions& o = *options;
   log::Logger log(inv.err, o.log_level);
+  auto print = [&inv](const agent::AgentError& e) {
+    for (const std::string& line : e.lines) inv.err << "gpuscope: " << line << '\n';
+    inv.err.flush();
+    return e.kind == agent::AgentError::Kind::kConfig ? kExitUsage : kExitRuntime;
+  };
 
-  auto set = load_set(o, log);
-  if (!set) return usage_error(inv.err, set.error());
-  // Rules are read before anything starts: a bad rule file stops the agent with every problem listed.
-  std::unique_ptr<rules::RuleManager> rule_manager;
-  if (!o.rule_specs.empty()) {
-    auto groups = load_rules(o.rule_specs);
-    if (!groups) {
-      for (const std::string& e : groups.error()) inv.err << "gpuscope: " << e << '\n';
-      return kExitUsage;
-    }
-    rules::RuleManagerOptions ro;
-    ro.default_interval_ms = o.evaluation_interval.count();
-    std::vector<store::Label> external;
-    for (const auto& [k, v] : o.external_labels) external.push_back({k, v});
-    ro.external_labels = store::Labels(std::move(external));
-    ro.external_url = o.external_url;
-    ro.engine.timeout = o.query_timeout;
-    ro.engine.default_subquery_step_ms = o.evaluation_interval.count();
-    std::size_t rule_count = 0;
-    for (const auto& g : *groups) rule_count += g.rules.size();
-    log.info("rules loaded", {{"groups", std::to_string(groups->size())}, {"rules", std::to_string(rule_count)}});
-    rule_manager = std::make_unique<rules::RuleManager>(std::move(*groups), std::move(ro));
-  }
-  std::unique_ptr<notify::Notifier> notifier;
-  if (!o.notify_config.empty()) {
-    auto config = notify::load_notify_config(o.notify_config);
-    if (!config) {
-      for (const std::string& e : config.error()) inv.err << "gpuscope: " << e << '\n';
-      return kExitUsage;
-    }
-    notify::NotifierOptions no;
-    no.external_url = o.external_url;
-    no.external_labels = rule_manager->options().external_labels;
-    auto created = notify::Notifier::create(std::move(*config), log, std::move(no));
-    if (!created) return usage_error(inv.err, fmt::format("--config {}: {}", o.notify_config, created.error()));
-    notifier = std::move(*created);
-    log.info("notifications configured", {{"file", o.notify_config}});
-  }
+  // Files are read before anything starts: a bad one stops the agent with every problem listed.
+  agent::AgentConfig config = o;
+  config.version = GPUSCOPE_VERSION;
+  auto loaded = agent::Agent::load(std::move(config), log);
+  if (!loaded) return print(loaded.error());
+  agent::Agent& agent = **loaded;
 
-  // The signals are taken by this thread with sigtimedwait, so every thread started below inherits a
+  // The signals are taken by this thread with sigwaitinfo, so every thread the agent starts inherits a
   // mask that blocks them.
-  sigset_t signals;
+  sigset_t signals, stop_signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGHUP);
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
   if (inv.handle_signals) pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   nvml::BackendOptions reading;
@@ -348,197 +248,34 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
   reading.counter_interval = o.counter_interval;
   auto opened = open_backend(inv, reading);
   if (!opened) return opened.error();
-  auto& backend = **opened;
-  log.info("NVML loaded", {{"library", backend.system().library_path},
-                           {"driver", backend.system().driver_version},
-                           {"gpus", std::to_string(backend.gpus().size())}});
+  log.info("NVML loaded", {{"library", (*opened)->system().library_path},
+                           {"driver", (*opened)->system().driver_version},
+                           {"gpus", std::to_string((*opened)->gpus().size())}});
 
-  // As dcgm-exporter: NODE_NAME (set from the node in a DaemonSet) names the host, since a pod's own
-  // hostname is the pod's name.
-  model::SystemInfo system = backend.system();
-  if (const char* node = std::getenv("NODE_NAME"); node != nullptr && *node != '\0') system.hostname = node;
-
-  // Prices are resolved once: the GPUs and the catalog are fixed for the agent's life.
-  options->metrics.hourly_price_dollars = hourly_prices(o.prices, backend.gpus());
-  options->metrics.price_tier = std::string(model::price_tier_name(o.prices.tier));
-  if (o.prices.catalog) {
-    const std::string& file = o.prices.catalog->source();
-    log.info("price catalog", {{"file", file.empty() ? "none (--price-override only)" : file},
-                               {"tier", o.metrics.price_tier},
-                               {"priced_gpus", std::to_string(o.metrics.hourly_price_dollars.size())}});
-  }
-
-  // Logged once per change, not per reading: a GPU lost or back, readings slower than the interval.
-  std::vector<bool> was_up(backend.gpus().size(), true);
-  bool was_slow = false;
-  bool first = true;
-  std::optional<sampler::HpcJobMap> hpc_jobs;
-  if (!o.hpc_job_mapping_dir.empty()) hpc_jobs.emplace(o.hpc_job_mapping_dir);
-  std::string hpc_error;
-  auto read = [&] {
-    auto snapshot = backend.sample();
-    if (hpc_jobs) {
-      std::string error;
-      hpc_jobs->label(snapshot, &error);
-      // The directory may come and go with the scheduler: logged when that changes, not per reading.
-      if (error != hpc_error) {
-        if (error.empty()) {
-          log.info("HPC job mapping directory readable", {{"dir", hpc_jobs->dir()}});
-        } else {
-          log.warn("HPC job mapping directory unreadable; no hpc_job labels until it is", {{"err", error}});
-        }
-        hpc_error = error;
-      }
-    }
-    for (const auto& g : snapshot.gpus) {
-      if (g.index >= was_up.size() || g.up == was_up[g.index]) continue;
-      was_up[g.index] = g.up;
-      const auto& info = backend.gpus()[g.index];
-      if (g.up) {
-        log.info("GPU answers again", {{"gpu", std::to_string(g.index)}, {"uuid", info.uuid}});
-      } else {
-        log.warn("GPU lost: its series are withdrawn until NVML answers again",
-                 {{"gpu", std::to_string(g.index)}, {"uuid", info.uuid}, {"nvml_code", std::to_string(g.down_error_code)}});
-      }
-    }
-    // The first reading waits out GPM's first window once; only later ones can be slow.
-    const bool slow = !std::exchange(first, false) && snapshot.duration > o.interval;
-    if (slow != was_slow) {
-      was_slow = slow;
-      if (slow) {
-        log.warn("a GPU reading took longer than the interval; readings are skipped until it is faster",
-                 {{"took", fmt::format("{}ms", std::chrono::duration_cast<std::chrono::milliseconds>(snapshot.duration).count())}});
-      } else {
-        log.info("GPU readings are back within the interval");
-      }
-    }
-    return snapshot;
-  };
-  // History: opened before the first reading, so a bad data directory stops the agent at start.
-  std::unique_ptr<store::Tsdb> tsdb;
-  std::optional<HistoryRecorder> recorder;
-  struct LockHolder {
-    int fd = -1;
-    ~LockHolder() {
-      if (fd >= 0) ::close(fd);  // releases the flock (on _Exit the kernel does)
-    }
-  } data_dir_lock;
-  store::SeriesSet no_history;
-  if (o.history) {
-    store::TsdbOptions so;
-    so.data_dir = o.data_dir;
-    so.retention_ms = o.retention.count();
-    so.flush_interval_ms = o.flush_interval.count();
-    // One agent per data directory: two writers would interleave readings and reject each other's.
-    auto lock = lock_data_dir(o.data_dir);
-    if (!lock) {
-      inv.err << "gpuscope: --data-dir " << o.data_dir << ": " << lock.error() << '\n';
-      return kExitRuntime;
-    }
-    data_dir_lock.fd = *lock;
-    so.warn = [&log](std::string_view what) { log.warn("history: damaged chunk skipped", {{"detail", std::string(what)}}); };
-    auto opened_store = store::Tsdb::open(std::move(so), unix_ms_now());
-    if (!opened_store) {
-      inv.err << "gpuscope: --data-dir " << o.data_dir << ": " << opened_store.error() << '\n';
-      return kExitRuntime;
-    }
-    tsdb = std::move(*opened_store);
-    recorder.emplace(*tsdb, backend.gpus(), system, o.metrics, log);
-    recorder->set_metric_set(*set);
-    log.info("history", {{"data_dir", o.data_dir},
-                         {"series", std::to_string(tsdb->stats().head.series)},
-                         {"retention", fmt::format("{}h", o.retention.count() / 3600000.0)}});
-  }
-  auto read_and_record = [&] {
-    auto snapshot = read();
-    if (recorder) recorder->record(snapshot);
-    return snapshot;
-  };
-  sampler::Sampler sampler(read_and_record, o.interval);
-  http::AgentRoutes routes(sampler, backend.gpus(), system, o.metrics, GPUSCOPE_VERSION);
-  routes.set_metric_set(*set);
-  if (recorder) recorder->set_agent_status([&routes] { return routes.agent_status(); });
-  http::QueryApiOptions api_options;
-  api_options.engine.timeout = o.query_timeout;
-  api_options.version = GPUSCOPE_VERSION;
-  const store::Queryable& history = tsdb ? static_cast<const store::Queryable&>(*tsdb) : no_history;
-  http::QueryApi api(history, api_options, unix_ms_now);
-  http::RulesApi rules_api(rule_manager.get());
-  std::optional<RuleEvaluationLoop> rule_loop;
-  std::optional<rules::AlertStateFile> alert_state;
-  if (rule_manager) {
-    // Alerts carry on from where the last run left them: no second notification, `for` progress kept.
-    alert_state.emplace(o.data_dir + "/alerts.json");
-    if (auto restored = alert_state->restore(*rule_manager, unix_ms_now()); !restored) {
-      log.warn("alert state not restored; alerts start afresh", {{"err", restored.error()}});
-    } else if (*restored > 0) {
-      log.info("alert state restored", {{"alerts", std::to_string(*restored)}});
-    }
-    rule_loop.emplace(*rule_manager, *tsdb, &*alert_state, notifier.get(), unix_ms_now, log);
-    routes.set_status_extension([&rule_loop, &notifier](exporter::AgentStatus& status) {
-      if (auto groups = rule_loop->status()) status.rule_groups = *groups;
-      if (notifier) status.notifications = notification_status(notifier->stats());
-    });
-  }
-
-  // The first reading before the port opens: a client that connects as soon as it can (`serve & curl`,
-  // a Prometheus already scraping) gets GPU series and a 200 from /healthz, never an empty page.
-  sampler.start();
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  for (auto waited = std::chrono::milliseconds(0); !sampler.latest(); waited += kSignalPoll) {
-    if (waited >= kFirstReadingWait) {
-      log.warn("no GPU reading yet; listening anyway (/healthz answers 503 until one comes)",
-               {{"waited", fmt::format("{}s", kFirstReadingWait.count())}});
-      break;
-    }
-    if (inv.stop.load(std::memory_order_relaxed)) return kExitOk;
-    if (!inv.handle_signals) {
-      sampler.wait_for(1, kSignalPoll);
-      continue;
-    }
-    // SIGHUP is left pending for the loop below; only a stop request ends the wait early.
-    const timespec poll{0, std::chrono::duration_cast<std::chrono::nanoseconds>(kSignalPoll).count()};
-    if (const int sig = sigtimedwait(&stop_signals, nullptr, &poll); sig == SIGINT || sig == SIGTERM) {
-      log.info("stopping before the first reading", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}});
-      if (!sampler.stop(kStopGrace)) {
-        inv.err.flush();
-        std::_Exit(kExitOk);  // the first reading is inside a hung NVML call; do not wait for it
-      }
-      return kExitOk;
-    }
-  }
-
-  http::HttpServerOptions http_options;
-  http_options.host = o.host;
-  http_options.port = o.port;
-  http_options.max_connections = o.max_connections;
-  http_options.header_timeout = o.http_timeout;
-  auto server = http::HttpServer::start(
-      http_options,
-      [&routes, &api, &rules_api](const http::HttpRequest& r) {
-        if (http::QueryApi::handles(r.path())) return api.handle(r);
-        if (http::RulesApi::handles(r.path())) return rules_api.handle(r);
-        return routes.handle(r);
-      },
-      log);
-  if (!server) {
-    inv.err << "gpuscope: " << server.error() << '\n';
-    if (!sampler.stop(kStopGrace) && inv.handle_signals) {
+  // A hung NVML call must not keep the agent from stopping: joining would wait for the driver.
+  auto stop_agent = [&](int code) {
+    if (!agent.stop() && inv.handle_signals) {
       inv.err.flush();
-      std::_Exit(kExitRuntime);
+      std::_Exit(code);
     }
-    return kExitRuntime;
+    return code;
+  };
+  // While the agent waits for its first reading only a stop request ends the wait; SIGHUP stays pending.
+  auto stop_requested = [&] {
+    if (inv.stop.load(std::memory_order_relaxed)) return true;
+    if (!inv.handle_signals) return false;
+    const timespec now{0, 0};
+    const int sig = sigtimedwait(&stop_signals, nullptr, &now);
+    if (sig != SIGINT && sig != SIGTERM) return false;
+    log.info("stopping before the first reading", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}});
+    return true;
+  };
+  auto started = agent.start(std::move(*opened), stop_requested);
+  if (!started) {
+    const int code = print(started.error());
+    return stop_agent(code);
   }
-  if (rule_loop) {
-    // The first evaluation waits for the first reading, so rules never start on an empty store.
-    rule_loop->start([&sampler] { sampler.wait_for(1, std::chrono::seconds(30)); });
-  }
-  const std::string shown_host = o.host.empty() ? "" : (o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host);
-  log.info("listening", {{"address", fmt::format("{}:{}", shown_host, (*server)->port())},
-                         {"interval", fmt::format("{}ms", std::chrono::duration_cast<std::chrono::milliseconds>(o.interval).count())}});
+  if (*started == agent::Agent::Started::kStopRequested) return stop_agent(kExitOk);
 
   for (;;) {
     if (inv.stop.load(std::memory_order_relaxed)) break;
@@ -552,49 +289,9 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
       log.info("stopping", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}});
       break;
     }
-    if (sig == SIGHUP) {
-      if (rule_manager) {
-        if (auto groups = load_rules(o.rule_specs); groups) {
-          log.info("rules reloaded", {{"groups", std::to_string(groups->size())}});
-          rule_manager->replace(std::move(*groups));
-          rule_loop->wake();
-        } else {
-          for (const std::string& e : groups.error()) log.error("rule file reload failed; keeping the previous rules", {{"err", e}});
-        }
-      }
-      if (o.collectors_file.empty()) {
-        if (!rule_manager) log.info("SIGHUP: no collectors or rule files to reload");
-        continue;
-      }
-      if (auto reloaded = load_set(o, log); reloaded) {
-        routes.set_metric_set(*reloaded);
-        if (recorder) recorder->set_metric_set(*reloaded);
-      } else {
-        routes.reload_failed();
-        log.error("collectors file reload failed; keeping the previous one", {{"err", reloaded.error()}});
-      }
-    }
+    if (sig == SIGHUP) agent.reload();
   }
-
-  (*server)->stop();
-  if (rule_loop) rule_loop->stop();
-  // Queued notifications (a resolve sent at the last evaluation) get a moment to go out.
-  if (notifier) notifier->stop(std::chrono::seconds(2));
-  if (!sampler.stop(kStopGrace)) {
-    if (inv.handle_signals) {
-      // Joining would wait for the driver; a hung NVML call must not keep the agent from stopping.
-      log.warn("a GPU reading is still inside an NVML call; exiting without waiting for it");
-      inv.err.flush();
-      std::_Exit(kExitOk);
-    }
-    sampler.stop();
-  }
-  if (tsdb) {
-    // What is in memory goes to disk on a clean stop; a kill -9 loses at most one flush interval.
-    if (auto flushed = tsdb->flush(unix_ms_now()); !flushed) log.error("history: final flush failed", {{"err", flushed.error()}});
-  }
-  log.info("stopped");
-  return kExitOk;
+  return stop_agent(kExitOk);
 }
 
 }  // namespace gpuscope::cli

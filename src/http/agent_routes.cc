@@ -14,10 +14,6 @@
 namespace gpuscope::http {
 namespace {
 
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 std::string html_escape(std::string_view text) {
   std::string out;
   for (char c : text) {
@@ -39,20 +35,21 @@ HttpResponse text_response(int status, std::string body) {
 }  // namespace
 
 AgentRoutes::AgentRoutes(const sampler::Sampler& sampler, std::vector<model::GpuInfo> gpus, model::SystemInfo system,
-                         exporter::GpuMetricsOptions options, std::string version)
+                         exporter::GpuMetricsOptions options, std::string version, const model::Clock& clock)
     : sampler_(sampler),
+      clock_(clock),
       gpus_(std::move(gpus)),
       system_(std::move(system)),
       options_(options),
       version_(std::move(version)) {
   set_.store(std::make_shared<const exporter::MetricSet>(exporter::default_metric_set()));
-  reload_time_.store(unix_now());
+  reload_time_.store(std::chrono::duration<double>(clock_.wall().time_since_epoch()).count());
 }
 
 void AgentRoutes::set_metric_set(std::shared_ptr<const exporter::MetricSet> set) {
   set_.store(std::move(set));
   reload_ok_.store(true);
-  reload_time_.store(unix_now());
+  reload_time_.store(std::chrono::duration<double>(clock_.wall().time_since_epoch()).count());
   config_generation_.fetch_add(1);
 }
 
@@ -97,7 +94,7 @@ exporter::AgentStatus AgentRoutes::agent_status() const {
   const auto pub = sampler_.latest();
   exporter::AgentStatus status;
   if (pub) {
-    status.sample_age_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - pub->started).count();
+    status.sample_age_seconds = std::chrono::duration<double>(clock_.steady() - pub->started).count();
     status.sample_duration_seconds = std::chrono::duration<double>(pub->finished - pub->started).count();
     status.collectors = exporter::collector_results(pub->snapshot);
   }
@@ -141,7 +138,7 @@ HttpResponse AgentRoutes::metrics(const HttpRequest& request) {
   const auto pub = sampler_.latest();
   const auto set = set_.load();
   const auto generation = config_generation_.load();
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = clock_.steady();
   auto& entry = body_[format == exporter::ExpositionFormat::kOpenMetrics ? 1 : 0];
   std::shared_ptr<const std::string> text, compressed;
   {
@@ -171,7 +168,7 @@ HttpResponse AgentRoutes::metrics(const HttpRequest& request) {
 HttpResponse AgentRoutes::health() const {
   const auto pub = sampler_.latest();
   if (!pub) return text_response(503, "no GPU reading yet\n");
-  const double age = std::chrono::duration<double>(std::chrono::steady_clock::now() - pub->started).count();
+  const double age = std::chrono::duration<double>(clock_.steady() - pub->started).count();
   const double interval = std::chrono::duration<double>(sampler_.interval()).count();
   // Three missed readings (and at least 10 s): the driver is hung or the sampler is stuck.
   const double limit = std::max(3 * interval, 10.0);
@@ -188,7 +185,7 @@ HttpResponse AgentRoutes::gpus_json() const {
   if (pub) {
     doc["sample"] = {
         {"time_seconds", std::chrono::duration<double>(pub->snapshot.time.time_since_epoch()).count()},
-        {"age_seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - pub->started).count()},
+        {"age_seconds", std::chrono::duration<double>(clock_.steady() - pub->started).count()},
         {"duration_seconds", std::chrono::duration<double>(pub->finished - pub->started).count()},
     };
   }

@@ -24,8 +24,10 @@ namespace gpuscope::http {
 
 class AgentRoutes {
  public:
+  // Sample ages are measured on `clock`, the sampler's (it must outlive the routes).
   AgentRoutes(const sampler::Sampler& sampler, std::vector<model::GpuInfo> gpus, model::SystemInfo system,
-              exporter::GpuMetricsOptions options, std::string version);
+              exporter::GpuMetricsOptions options, std::string version,
+              const model::Clock& clock = model::system_clock());
 
   HttpResponse handle(const HttpRequest& request);
 
@@ -59,6 +61,7 @@ class AgentRoutes {
                                               exporter::ExpositionFormat format);
 
   const sampler::Sampler& sampler_;
+  const model::Clock& clock_;
   const std::vector<model::GpuInfo> gpus_;
   const model::SystemInfo system_;
   const exporter::GpuMetricsOptions options_;

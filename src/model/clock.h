@@ -68,6 +68,7 @@ class VirtualClock final : public Clock {
   SteadyTime steady() const override { return SteadyTime(std::chrono::nanoseconds(steady_ns_.load())); }
   bool wait_until(std::unique_lock<std::mutex>& lock, std::condition_variable& cv, SteadyTime deadline,
                   const std::function<bool()>& done) const override {
+    waits_.fetch_add(1);
     waiters_.fetch_add(1);
     bool result = true;
     while (!done()) {
@@ -84,6 +85,9 @@ class VirtualClock final : public Clock {
   // How many threads wait on this clock now: a test advances time once the part it drives is
   // waiting, so an advance never lands while that part is still computing its next deadline.
   int waiters() const { return waiters_.load(); }
+  // How many waits have begun since the clock was made: a part that woke at an advance, did its work
+  // and waits again has begun one more.
+  std::uint64_t waits() const { return waits_.load(); }
 
   void advance(std::chrono::nanoseconds d) {
     wall_ns_ += d.count();
@@ -94,6 +98,7 @@ class VirtualClock final : public Clock {
   std::atomic<std::int64_t> wall_ns_;
   std::atomic<std::int64_t> steady_ns_{1'000'000'000};  // an arbitrary epoch, as the steady clock's
   mutable std::atomic<int> waiters_{0};
+  mutable std::atomic<std::uint64_t> waits_{0};
 };
 
 }  // namespace gpuscope::model

@@ -64,22 +64,22 @@ TEST(PriceArgs, DefaultCatalogIsTheInstalledOneElseTheSourceTrees) {
 TEST(PriceArgs, CatalogTierAndPerGpuPrices) {
   auto d = parse_serve_args(std::vector<std::string>{});
   ASSERT_TRUE(d) << price_error_of(d);
-  EXPECT_EQ(d->prices.tier, model::PriceTier::kOnDemand);
+  EXPECT_EQ(d->price_tier, model::PriceTier::kOnDemand);
 
   auto o = parse_serve_args(std::vector<std::string>{"--price-catalog", kShipped, "--price-tier", "spot"});
   ASSERT_TRUE(o) << price_error_of(o);
-  ASSERT_TRUE(o->prices.catalog.has_value());
-  EXPECT_EQ(o->prices.catalog->source(), kShipped);
-  EXPECT_EQ(o->prices.tier, model::PriceTier::kSpot);
+  ASSERT_TRUE(o->price_catalog.has_value());
+  EXPECT_EQ(o->price_catalog->source(), kShipped);
+  EXPECT_EQ(o->price_tier, model::PriceTier::kSpot);
   const std::vector gpus{gpu(0, "NVIDIA H100 80GB HBM3"), gpu(1, "NVIDIA H200"), gpu(2, "Tesla V100-SXM2-32GB")};
   // H200: not in the catalog; V100: no spot price. Neither gets a price (never 0).
-  EXPECT_EQ(hourly_prices(o->prices, gpus), (std::map<unsigned, double>{{0, 1.65}}));
+  EXPECT_EQ(hourly_prices(PriceSelection{o->price_catalog, o->price_tier}, gpus), (std::map<unsigned, double>{{0, 1.65}}));
 
   auto c = parse_serve_args(std::vector<std::string>{"--price-catalog", kShipped, "--price-tier", "commit_3y",
                                                      "--price-override", "H200=4.5", "--price-override",
                                                      "V100-SXM2=1.0"});
   ASSERT_TRUE(c) << price_error_of(c);
-  EXPECT_EQ(hourly_prices(c->prices, gpus), (std::map<unsigned, double>{{0, 2.3672}, {1, 4.5}, {2, 1.0}}));
+  EXPECT_EQ(hourly_prices(PriceSelection{c->price_catalog, c->price_tier}, gpus), (std::map<unsigned, double>{{0, 2.3672}, {1, 4.5}, {2, 1.0}}));
 }
 
 TEST(PriceArgs, OverridesAloneNeedNoCatalog) {

@@ -15,19 +15,20 @@
 
 #include "export/agent_metrics.h"
 #include "log/logger.h"
+#include "model/clock.h"
 #include "notify/notifier.h"
 #include "rules/alert_state_file.h"
 #include "rules/rule_manager.h"
 #include "store/tsdb.h"
 
-namespace gpuscope::cli {
+namespace gpuscope::agent {
 
 class RuleEvaluationLoop {
  public:
   // The alert state is saved to `state` after each evaluation that changed it (null: not saved). Alerts
-  // due for sending go to `notifier` (null: none), which only queues them.
+  // due for sending go to `notifier` (null: none), which only queues them. Groups are due by `clock`.
   RuleEvaluationLoop(rules::RuleManager& manager, store::Tsdb& tsdb, rules::AlertStateFile* state,
-                     notify::Notifier* notifier, std::function<std::int64_t()> now_ms, log::Logger& log);
+                     notify::Notifier* notifier, const model::Clock& clock, log::Logger& log);
   ~RuleEvaluationLoop();  // stop()
 
   // `ready` is waited on (on the thread) before the first evaluation: the first reading is in the store.
@@ -47,7 +48,7 @@ class RuleEvaluationLoop {
   store::Tsdb& tsdb_;
   rules::AlertStateFile* state_;
   notify::Notifier* notifier_;
-  std::function<std::int64_t()> now_ms_;
+  const model::Clock& clock_;
   log::Logger& log_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -61,4 +62,4 @@ class RuleEvaluationLoop {
 std::expected<std::vector<rules::RuleGroupDefinition>, std::vector<std::string>> load_rules(
     const std::vector<std::string>& specs);
 
-}  // namespace gpuscope::cli
+}  // namespace gpuscope::agent

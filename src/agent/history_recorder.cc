@@ -1,4 +1,4 @@
-#include "cli/history_recorder.h"
+#include "agent/history_recorder.h"
 
 #include <chrono>
 #include <string>
@@ -6,7 +6,7 @@
 
 #include "export/exposition_writer.h"
 
-namespace gpuscope::cli {
+namespace gpuscope::agent {
 namespace {
 
 // Turns exposition samples into labeled values. A reading has the same series in the same order as
@@ -56,12 +56,13 @@ class LabeledValueSink : public exporter::SampleSink {
 }  // namespace
 
 HistoryRecorder::HistoryRecorder(store::Tsdb& tsdb, std::vector<model::GpuInfo> gpus, model::SystemInfo system,
-                                 exporter::GpuMetricsOptions options, log::Logger& log)
-    : tsdb_(&tsdb), gpus_(std::move(gpus)), system_(std::move(system)), options_(options), log_(log) {}
+                                 exporter::GpuMetricsOptions options, log::Logger& log, const model::Clock& clock)
+    : tsdb_(&tsdb), gpus_(std::move(gpus)), system_(std::move(system)), options_(options), log_(log), clock_(clock) {}
 
 HistoryRecorder::HistoryRecorder(store::Head& head, std::vector<model::GpuInfo> gpus, model::SystemInfo system,
                                  exporter::GpuMetricsOptions options, log::Logger& log)
-    : head_(&head), gpus_(std::move(gpus)), system_(std::move(system)), options_(options), log_(log) {}
+    : head_(&head), gpus_(std::move(gpus)), system_(std::move(system)), options_(options), log_(log),
+      clock_(model::system_clock()) {}
 
 void HistoryRecorder::record(const model::Snapshot& snapshot) {
   auto set = set_.load();
@@ -86,9 +87,7 @@ void HistoryRecorder::record(const model::Snapshot& snapshot) {
     }
   }
   if (tsdb_ == nullptr) return;
-  const auto now_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  auto flushed = tsdb_->flush_if_due(now_ms);
+  auto flushed = tsdb_->flush_if_due(clock_.unix_ms());
   if (flushed.has_value() == flush_failing_) {
     flush_failing_ = !flushed.has_value();
     if (flush_failing_) {
@@ -100,4 +99,4 @@ void HistoryRecorder::record(const model::Snapshot& snapshot) {
   }
 }
 
-}  // namespace gpuscope::cli
+}  // namespace gpuscope::agent

@@ -1,4 +1,4 @@
-#include "cli/rule_evaluation_loop.h"
+#include "agent/rule_evaluation_loop.h"
 
 #include <algorithm>
 #include <chrono>
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-namespace gpuscope::cli {
+namespace gpuscope::agent {
 
 std::expected<std::vector<rules::RuleGroupDefinition>, std::vector<std::string>> load_rules(
     const std::vector<std::string>& specs) {
@@ -16,9 +16,8 @@ std::expected<std::vector<rules::RuleGroupDefinition>, std::vector<std::string>>
 }
 
 RuleEvaluationLoop::RuleEvaluationLoop(rules::RuleManager& manager, store::Tsdb& tsdb, rules::AlertStateFile* state,
-                                       notify::Notifier* notifier, std::function<std::int64_t()> now_ms,
-                                       log::Logger& log)
-    : manager_(manager), tsdb_(tsdb), state_(state), notifier_(notifier), now_ms_(std::move(now_ms)), log_(log) {}
+                                       notify::Notifier* notifier, const model::Clock& clock, log::Logger& log)
+    : manager_(manager), tsdb_(tsdb), state_(state), notifier_(notifier), clock_(clock), log_(log) {}
 
 RuleEvaluationLoop::~RuleEvaluationLoop() { stop(); }
 
@@ -55,7 +54,7 @@ void RuleEvaluationLoop::stop() {
   if (!thread_.joinable()) return;
   thread_.join();
   if (state_ != nullptr) {
-    if (auto saved = state_->save(manager_, now_ms_(), true); !saved) {
+    if (auto saved = state_->save(manager_, clock_.unix_ms(), true); !saved) {
       log_.error("alert state not saved at stop; a restart may notify again", {{"err", saved.error()}});
     }
   }
@@ -82,11 +81,11 @@ void RuleEvaluationLoop::run(const std::function<void()>& ready) {
       if (stop_) return;
       woken_ = false;
     }
-    std::int64_t next = manager_.evaluate_due(tsdb_, appender, now_ms_());
+    std::int64_t next = manager_.evaluate_due(tsdb_, appender, clock_.unix_ms());
     if (notifier_ != nullptr) {
       // Prometheus's sending rule: firing alerts again after the resend delay, resolved ones once.
       // Marking them sent changes alert state, so this comes before the state is saved.
-      const std::int64_t now = now_ms_();
+      const std::int64_t now = clock_.unix_ms();
       const std::int64_t resend_delay = notifier_->config().resend_delay_ms;
       manager_.update([&](std::vector<rules::RuleGroup>& groups) {
         for (rules::RuleGroup& g : groups) {
@@ -103,7 +102,7 @@ void RuleEvaluationLoop::run(const std::function<void()>& ready) {
     }
     publish_status();
     if (state_ != nullptr) {
-      auto saved = state_->save(manager_, now_ms_());
+      auto saved = state_->save(manager_, clock_.unix_ms());
       if (!saved && !save_failing) log_.error("alert state not saved; a restart may notify again", {{"err", saved.error()}});
       save_failing = !saved;
     }
@@ -125,10 +124,10 @@ void RuleEvaluationLoop::run(const std::function<void()>& ready) {
     });
     std::unique_lock lock(mu_);
     // Capped: the wall clock may be stepped, and a group far in the future is simply checked again.
-    const auto wait = std::chrono::milliseconds(std::clamp<std::int64_t>(next - now_ms_(), 1, 60'000));
-    cv_.wait_for(lock, wait, [this] { return stop_ || woken_; });
+    const auto wait = std::chrono::milliseconds(std::clamp<std::int64_t>(next - clock_.unix_ms(), 1, 60'000));
+    clock_.wait_for(lock, cv_, wait, [this] { return stop_ || woken_; });
     if (stop_) return;
   }
 }
 
-}  // namespace gpuscope::cli
+}  // namespace gpuscope::agent

@@ -1,0 +1,256 @@
+#include "agent/agent.h"
+
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace gpuscope::agent {
+namespace {
+
+exporter::NotificationStatus notification_status(const notify::NotifyStats& stats) {
+  exporter::NotificationStatus out;
+  for (const auto& i : stats.integrations) out.integrations.push_back({i.receiver, i.integration, i.total, i.failed, i.retries});
+  out.dropped = stats.dropped;
+  out.queue_length = static_cast<double>(stats.queue_length);
+  out.alert_groups = static_cast<double>(stats.alert_groups);
+  const auto& a = stats.actions;
+  out.actions = {{"started", a.started},   {"succeeded", a.succeeded}, {"failed", a.failed},
+                 {"timed_out", a.timed_out}, {"dry_run", a.dry_runs},   {"skipped_cooldown", a.skipped_cooldown},
+                 {"dropped", a.dropped}};
+  return out;
+}
+
+store::Labels external_labels_of(const AgentConfig& config) {
+  std::vector<store::Label> labels;
+  for (const auto& [k, v] : config.external_labels) labels.push_back({k, v});
+  return store::Labels(std::move(labels));
+}
+
+AgentError config_error(std::vector<std::string> lines) { return {AgentError::Kind::kConfig, std::move(lines)}; }
+AgentError runtime_error(std::string line) { return {AgentError::Kind::kRuntime, {std::move(line)}}; }
+
+}  // namespace
+
+std::expected<std::shared_ptr<const exporter::MetricSet>, std::string> load_metric_set(const std::string& path,
+                                                                                       log::Logger& log) {
+  if (path.empty()) return std::make_shared<const exporter::MetricSet>(exporter::default_metric_set());
+  auto loaded = exporter::load_metric_set(path);
+  if (!loaded) return std::unexpected(loaded.error());
+  for (const auto& w : loaded->warnings) log.warn("collectors file line skipped", {{"detail", w}});
+  log.info("collectors file loaded", {{"file", path}, {"fields", std::to_string(loaded->set.fields.size())}});
+  return std::make_shared<const exporter::MetricSet>(std::move(loaded->set));
+}
+
+std::expected<std::unique_ptr<Agent>, AgentError> Agent::load(AgentConfig config, log::Logger& log) {
+  std::unique_ptr<Agent> agent(new Agent(std::move(config), log));
+  const AgentConfig& c = agent->config_;
+
+  auto set = load_metric_set(c.collectors_file, log);
+  if (!set) return std::unexpected(config_error({set.error()}));
+  agent->metric_set_ = std::move(*set);
+
+  if (!c.rule_specs.empty()) {
+    auto groups = load_rules(c.rule_specs);
+    if (!groups) return std::unexpected(config_error(std::move(groups.error())));
+    rules::RuleManagerOptions ro;
+    ro.default_interval_ms = c.evaluation_interval.count();
+    ro.external_labels = external_labels_of(c);
+    ro.external_url = c.external_url;
+    ro.engine.timeout = c.query_timeout;
+    ro.engine.default_subquery_step_ms = c.evaluation_interval.count();
+    std::size_t rule_count = 0;
+    for (const auto& g : *groups) rule_count += g.rules.size();
+    log.info("rules loaded", {{"groups", std::to_string(groups->size())}, {"rules", std::to_string(rule_count)}});
+    agent->rule_manager_ = std::make_unique<rules::RuleManager>(std::move(*groups), std::move(ro));
+  }
+
+  if (!c.notify_config.empty()) {
+    auto notify_config = notify::load_notify_config(c.notify_config);
+    if (!notify_config) return std::unexpected(config_error(std::move(notify_config.error())));
+    notify::NotifierOptions no;
+    no.external_url = c.external_url;
+    no.external_labels = external_labels_of(c);
+    auto created = notify::Notifier::create(std::move(*notify_config), log, std::move(no));
+    if (!created) return std::unexpected(config_error({fmt::format("--config {}: {}", c.notify_config, created.error())}));
+    agent->notifier_ = std::move(*created);
+    log.info("notifications configured", {{"file", c.notify_config}});
+  }
+  return agent;
+}
+
+Agent::~Agent() { stop(); }
+
+std::expected<Agent::Started, AgentError> Agent::start(std::unique_ptr<nvml::NvmlBackend> backend,
+                                                        const std::function<bool()>& stop_requested) {
+  started_ = true;
+  backend_ = std::move(backend);
+  system_ = backend_->system();
+  // As dcgm-exporter: NODE_NAME (set from the node in a DaemonSet) names the host, since a pod's own
+  // hostname is the pod's name.
+  if (const char* node = std::getenv("NODE_NAME"); node != nullptr && *node != '\0') system_.hostname = node;
+
+  // Prices are resolved once: the GPUs and the catalog are fixed for the agent's life.
+  metrics_ = config_.metrics;
+  metrics_.price_tier = std::string(model::price_tier_name(config_.price_tier));
+  if (config_.price_catalog) {
+    for (const auto& g : backend_->gpus()) {
+      if (auto p = config_.price_catalog->hourly_price(g.name, config_.price_tier)) metrics_.hourly_price_dollars.emplace(g.index, *p);
+    }
+    const std::string& file = config_.price_catalog->source();
+    log_.info("price catalog", {{"file", file.empty() ? "none (--price-override only)" : file},
+                                {"tier", metrics_.price_tier},
+                                {"priced_gpus", std::to_string(metrics_.hourly_price_dollars.size())}});
+  }
+
+  // History is opened before the first reading, so a bad data directory stops the agent at start.
+  if (config_.history) {
+    if (auto opened = open_history(); !opened) return std::unexpected(opened.error());
+  }
+
+  reader_ = std::make_unique<GpuReader>(*backend_, config_.interval, config_.hpc_job_mapping_dir, log_,
+                                        config_.clock != &model::system_clock() ? config_.clock : nullptr);
+  sampler_ = std::make_unique<sampler::Sampler>([this] { return read_and_record(); }, config_.interval, clock_);
+  routes_ = std::make_unique<http::AgentRoutes>(*sampler_, backend_->gpus(), system_, metrics_, config_.version, clock_);
+  routes_->set_metric_set(metric_set_);
+  if (recorder_) recorder_->set_agent_status([this] { return routes_->agent_status(); });
+  http::QueryApiOptions api_options;
+  api_options.engine.timeout = config_.query_timeout;
+  api_options.version = config_.version;
+  const store::Queryable& history = tsdb_ ? static_cast<const store::Queryable&>(*tsdb_) : no_history_;
+  query_api_ = std::make_unique<http::QueryApi>(history, api_options, [this] { return clock_.unix_ms(); });
+  rules_api_ = std::make_unique<http::RulesApi>(rule_manager_.get());
+  if (rule_manager_) start_rules();
+
+  // The first reading before the port opens: a client that connects as soon as it can (`serve & curl`,
+  // a Prometheus already scraping) gets GPU series and a 200 from /healthz, never an empty page.
+  sampler_->start();
+  for (auto waited = std::chrono::milliseconds(0); !sampler_->latest(); waited += kStopPoll) {
+    if (waited >= kFirstReadingWait) {
+      log_.warn("no GPU reading yet; listening anyway (/healthz answers 503 until one comes)",
+                {{"waited", fmt::format("{}s", kFirstReadingWait.count())}});
+      break;
+    }
+    if (stop_requested && stop_requested()) return Started::kStopRequested;
+    sampler_->wait_for(1, kStopPoll);
+  }
+
+  if (auto listening = start_http(); !listening) return std::unexpected(listening.error());
+  if (rule_loop_) {
+    // The first evaluation waits for the first reading, so rules never start on an empty store.
+    rule_loop_->start([this] { sampler_->wait_for(1, std::chrono::seconds(30)); });
+  }
+  return Started::kServing;
+}
+
+std::expected<void, AgentError> Agent::open_history() {
+  store::TsdbOptions so;
+  so.data_dir = config_.data_dir;
+  so.retention_ms = config_.retention.count();
+  so.flush_interval_ms = config_.flush_interval.count();
+  auto lock = DataDirLock::acquire(config_.data_dir);
+  if (!lock) return std::unexpected(runtime_error(fmt::format("--data-dir {}: {}", config_.data_dir, lock.error())));
+  data_dir_lock_ = std::move(*lock);
+  so.warn = [this](std::string_view what) { log_.warn("history: damaged chunk skipped", {{"detail", std::string(what)}}); };
+  auto opened = store::Tsdb::open(std::move(so), clock_.unix_ms());
+  if (!opened) return std::unexpected(runtime_error(fmt::format("--data-dir {}: {}", config_.data_dir, opened.error())));
+  tsdb_ = std::move(*opened);
+  recorder_ = std::make_unique<HistoryRecorder>(*tsdb_, backend_->gpus(), system_, metrics_, log_, clock_);
+  recorder_->set_metric_set(metric_set_);
+  log_.info("history", {{"data_dir", config_.data_dir},
+                        {"series", std::to_string(tsdb_->stats().head.series)},
+                        {"retention", fmt::format("{}h", config_.retention.count() / 3600000.0)}});
+  return {};
+}
+
+void Agent::start_rules() {
+  // Alerts carry on from where the last run left them: no second notification, `for` progress kept.
+  alert_state_ = std::make_unique<rules::AlertStateFile>(config_.data_dir + "/alerts.json");
+  if (auto restored = alert_state_->restore(*rule_manager_, clock_.unix_ms()); !restored) {
+    log_.warn("alert state not restored; alerts start afresh", {{"err", restored.error()}});
+  } else if (*restored > 0) {
+    log_.info("alert state restored", {{"alerts", std::to_string(*restored)}});
+  }
+  rule_loop_ = std::make_unique<RuleEvaluationLoop>(*rule_manager_, *tsdb_, alert_state_.get(), notifier_.get(),
+                                                    clock_, log_);
+  routes_->set_status_extension([this](exporter::AgentStatus& status) {
+    if (auto groups = rule_loop_->status()) status.rule_groups = *groups;
+    if (notifier_) status.notifications = notification_status(notifier_->stats());
+  });
+}
+
+std::expected<void, AgentError> Agent::start_http() {
+  http::HttpServerOptions options;
+  options.host = config_.host;
+  options.port = config_.port;
+  options.max_connections = config_.max_connections;
+  options.header_timeout = config_.http_timeout;
+  auto server = http::HttpServer::start(
+      options,
+      [this](const http::HttpRequest& r) {
+        if (http::QueryApi::handles(r.path())) return query_api_->handle(r);
+        if (http::RulesApi::handles(r.path())) return rules_api_->handle(r);
+        return routes_->handle(r);
+      },
+      log_);
+  if (!server) return std::unexpected(runtime_error(server.error()));
+  server_ = std::move(*server);
+  const std::string& host = config_.host;
+  const std::string shown_host = host.empty() ? "" : (host.find(':') != std::string::npos ? "[" + host + "]" : host);
+  log_.info("listening", {{"address", fmt::format("{}:{}", shown_host, server_->port())},
+                          {"interval", fmt::format("{}ms", std::chrono::duration_cast<std::chrono::milliseconds>(config_.interval).count())}});
+  return {};
+}
+
+model::Snapshot Agent::read_and_record() {
+  auto snapshot = reader_->read();
+  if (recorder_) recorder_->record(snapshot);
+  return snapshot;
+}
+
+void Agent::reload() {
+  if (rule_manager_) {
+    if (auto groups = load_rules(config_.rule_specs); groups) {
+      log_.info("rules reloaded", {{"groups", std::to_string(groups->size())}});
+      rule_manager_->replace(std::move(*groups));
+      if (rule_loop_) rule_loop_->wake();
+    } else {
+      for (const std::string& e : groups.error()) log_.error("rule file reload failed; keeping the previous rules", {{"err", e}});
+    }
+  }
+  if (config_.collectors_file.empty()) {
+    if (!rule_manager_) log_.info("SIGHUP: no collectors or rule files to reload");
+    return;
+  }
+  if (auto reloaded = load_metric_set(config_.collectors_file, log_); reloaded) {
+    metric_set_ = *reloaded;
+    if (routes_) routes_->set_metric_set(*reloaded);
+    if (recorder_) recorder_->set_metric_set(*reloaded);
+  } else {
+    if (routes_) routes_->reload_failed();
+    log_.error("collectors file reload failed; keeping the previous one", {{"err", reloaded.error()}});
+  }
+}
+
+bool Agent::stop() {
+  if (!started_ || stopped_) return true;  // loaded only: nothing runs yet
+  stopped_ = true;
+  if (server_) server_->stop();
+  if (rule_loop_) rule_loop_->stop();
+  // Queued notifications (a resolve sent at the last evaluation) get a moment to go out.
+  if (notifier_) notifier_->stop(std::chrono::seconds(2));
+  if (sampler_ && !sampler_->stop(kStopGrace)) {
+    // Joining would wait for the driver; the caller decides (the process exits without waiting).
+    log_.warn("a GPU reading is still inside an NVML call; exiting without waiting for it");
+    return false;
+  }
+  if (tsdb_) {
+    // What is in memory goes to disk on a clean stop; a kill -9 loses at most one flush interval.
+    if (auto flushed = tsdb_->flush(clock_.unix_ms()); !flushed) log_.error("history: final flush failed", {{"err", flushed.error()}});
+  }
+  log_.info("stopped");
+  return true;
+}
+
+std::uint16_t Agent::port() const { return server_ ? server_->port() : 0; }
+
+}  // namespace gpuscope::agent

@@ -1,0 +1,118 @@
+// Agent: the node agent `gpuscope serve` runs. It owns every part (sampler, history store and recorder,
+// rules loop, notifier, HTTP server and routes), builds them from one AgentConfig, starts them in order,
+// reloads on request and stops them in reverse order. Optional parts exist or not; nothing uses a part
+// whose presence was checked somewhere else.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <expected>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/agent_config.h"
+#include "agent/data_dir_lock.h"
+#include "agent/gpu_reader.h"
+#include "agent/history_recorder.h"
+#include "agent/rule_evaluation_loop.h"
+#include "export/metric_set.h"
+#include "http/agent_routes.h"
+#include "http/http_server.h"
+#include "http/query_api.h"
+#include "http/rules_api.h"
+#include "log/logger.h"
+#include "notify/notifier.h"
+#include "nvml/nvml_backend.h"
+#include "rules/alert_state_file.h"
+#include "rules/rule_manager.h"
+#include "sampler/sampler.h"
+#include "store/series_set.h"
+#include "store/tsdb.h"
+
+namespace gpuscope::agent {
+
+// Why the agent could not load or start, one problem a line: a bad file or flag (kConfig, the CLI's
+// usage error) or the host (kRuntime: the data directory in use, the port taken).
+struct AgentError {
+  enum class Kind { kConfig, kRuntime };
+  Kind kind = Kind::kRuntime;
+  std::vector<std::string> lines;
+};
+
+class Agent {
+ public:
+  // The port opens after the first reading, so the first scrape and /healthz already see the GPUs; a
+  // driver that hangs on that reading keeps it closed no longer than this (the least staleness /healthz
+  // allows), and then /healthz says why it is 503.
+  static constexpr std::chrono::seconds kFirstReadingWait{10};
+  // How often the wait for the first reading asks whether to stop, so a stop still ends it within a second.
+  static constexpr std::chrono::milliseconds kStopPoll{100};
+  // Stopping must end the agent within 1 s; a sampler stuck in a driver call gets this long to return.
+  static constexpr std::chrono::milliseconds kStopGrace{600};
+
+  // Reads what the config names (collectors file, rule files, notification config) before anything
+  // starts: a bad file stops the agent with every problem listed. `log` must outlive the agent.
+  static std::expected<std::unique_ptr<Agent>, AgentError> load(AgentConfig config, log::Logger& log);
+  ~Agent();  // stop()
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  enum class Started { kServing, kStopRequested };
+  // Starts the parts in order over an opened NVML backend: the history (data directory locked, store
+  // opened), the sampler and its first reading (`stop_requested` is asked every kStopPoll meanwhile),
+  // the HTTP server, the rules loop.
+  std::expected<Started, AgentError> start(std::unique_ptr<nvml::NvmlBackend> backend,
+                                           const std::function<bool()>& stop_requested);
+  // Re-reads the collectors and rule files (SIGHUP); a file that no longer loads keeps the previous one.
+  void reload();
+  // Stops in reverse order and writes the history's last flush. False when a reading is still inside an
+  // NVML call after kStopGrace: the process should then exit without waiting for the driver.
+  bool stop();
+
+  // The port the HTTP server listens on (the chosen one for port 0); 0 before start().
+  std::uint16_t port() const;
+
+ private:
+  Agent(AgentConfig config, log::Logger& log) : config_(std::move(config)), clock_(*config_.clock), log_(log) {}
+
+  std::expected<void, AgentError> open_history();
+  void start_rules();
+  std::expected<void, AgentError> start_http();
+  model::Snapshot read_and_record();
+
+  const AgentConfig config_;
+  const model::Clock& clock_;
+  log::Logger& log_;
+  bool started_ = false;
+  bool stopped_ = false;
+
+  // Loaded from files by load().
+  std::shared_ptr<const exporter::MetricSet> metric_set_;
+  std::unique_ptr<rules::RuleManager> rule_manager_;  // with --rules
+  std::unique_ptr<notify::Notifier> notifier_;        // with --config
+
+  // Started by start(), in this order; stopped in the reverse one.
+  std::unique_ptr<nvml::NvmlBackend> backend_;
+  model::SystemInfo system_;
+  exporter::GpuMetricsOptions metrics_;
+  std::unique_ptr<DataDirLock> data_dir_lock_;  // with history
+  std::unique_ptr<store::Tsdb> tsdb_;           // with history
+  std::unique_ptr<HistoryRecorder> recorder_;   // with history
+  store::SeriesSet no_history_;                 // what the query API reads without history
+  std::unique_ptr<GpuReader> reader_;
+  std::unique_ptr<sampler::Sampler> sampler_;
+  std::unique_ptr<http::AgentRoutes> routes_;
+  std::unique_ptr<http::QueryApi> query_api_;
+  std::unique_ptr<http::RulesApi> rules_api_;
+  std::unique_ptr<rules::AlertStateFile> alert_state_;  // with --rules
+  std::unique_ptr<RuleEvaluationLoop> rule_loop_;        // with --rules
+  std::unique_ptr<http::HttpServer> server_;
+};
+
+// Loads a dcgm-exporter collectors file (empty `path`: the built-in set), logging the lines it skips.
+std::expected<std::shared_ptr<const exporter::MetricSet>, std::string> load_metric_set(const std::string& path,
+                                                                                       log::Logger& log);
+
+}  // namespace gpuscope::agent

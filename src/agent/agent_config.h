@@ -1,0 +1,51 @@
+// AgentConfig: everything `gpuscope serve` is told, as one plain value. The CLI turns flags into it;
+// the Agent builds and wires its parts from it and from nothing else.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "export/gpu_metrics.h"
+#include "model/clock.h"
+#include "model/price_catalog.h"
+
+namespace gpuscope::agent {
+
+struct AgentConfig {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 9400;
+  std::chrono::nanoseconds interval = std::chrono::seconds(1);
+  std::chrono::nanoseconds counter_interval = std::chrono::seconds(10);
+  std::string collectors_file;      // empty: the built-in set
+  std::string hpc_job_mapping_dir;  // empty: no hpc_job label
+  exporter::GpuMetricsOptions metrics;
+  unsigned max_connections = 256;
+  std::chrono::seconds http_timeout{10};
+  // History: the exported series recorded under data_dir, kept for `retention`, written every
+  // `flush_interval` (at most that much is lost to a kill -9).
+  bool history = true;
+  std::string data_dir;
+  std::chrono::milliseconds retention = std::chrono::hours(24 * 15);
+  std::chrono::milliseconds flush_interval = std::chrono::seconds(60);
+  std::chrono::milliseconds query_timeout = std::chrono::minutes(2);
+  // Prometheus rule files (files, directories, globs) evaluated against the history; groups without
+  // an interval use evaluation_interval. External labels and URL are what templates see.
+  std::vector<std::string> rule_specs;
+  std::chrono::milliseconds evaluation_interval = std::chrono::minutes(1);
+  std::vector<std::pair<std::string, std::string>> external_labels;
+  std::string external_url;
+  // Where alerts go (Alertmanager, webhook, Slack, PagerDuty, email) and the remediation actions.
+  std::string notify_config;
+  // The catalog and tier behind gpuscope_gpu_hourly_price_dollars (no catalog: no such series).
+  std::optional<model::PriceCatalog> price_catalog;
+  model::PriceTier price_tier = model::PriceTier::kOnDemand;
+  std::string version;  // /api/v1/status/buildinfo and the index page
+  // Every part keeps time on this clock; it must outlive the agent.
+  const model::Clock* clock = &model::system_clock();
+};
+
+}  // namespace gpuscope::agent
