@@ -228,6 +228,8 @@ TEST(BadScenarios, InitFailsWithFileLineAndReason) {
       {"gpus:\n  count: 0\n  model: NVIDIA L4\n", {"", 2, "count 0 out of range"}},
       {"seed: 1\n", {"", 1, "needs 'gpus'"}},
       {"", {"", 1, "empty scenario"}},
+      // yaml-cpp 0.7 says "bad file" for a document nested past its parser's limit.
+      {"seed: " + std::string(10000, '[') + "\n", {"", 2, "YAML: nested too deeply"}},
       {"- just\n- a list\n", {"", 1, "must be a mapping"}},
       {"start: yesterday\ngpus: {count: 1, model: NVIDIA L4}\n", {"", 1, "bad time 'yesterday'"}},
       {"start: 1900-01-01T00:00:00Z\ngpus: {count: 1, model: NVIDIA L4}\n", {"", 1, "between 1970 and 2200"}},
@@ -261,6 +263,14 @@ TEST(BadScenarios, MissingFileAndBadTimeVariable) {
   }();
   EXPECT_EQ(missing.result, NVML_ERROR_UNKNOWN);
   EXPECT_EQ(missing.error_string, "Unknown Error: /nonexistent/scenario.yaml: cannot open (No such file or directory)");
+  // A directory opens and then fails to read: it read as an empty file, "DIR:1: empty scenario".
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  const std::string directory = [&] {
+    Session s(dir);
+    EXPECT_EQ(s.init_result(), NVML_ERROR_UNKNOWN);
+    return std::string(NVML(nvmlErrorString)(NVML_ERROR_UNKNOWN));
+  }();
+  EXPECT_EQ(directory, "Unknown Error: " + dir + ": cannot open (Is a directory)");
 
   setenv("GPUSCOPE_SIM_SCENARIO", scenario_path("idle").c_str(), 1);
   setenv("GPUSCOPE_SIM_TIME", "soon", 1);
