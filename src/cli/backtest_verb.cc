@@ -87,7 +87,10 @@ std::expected<BacktestOptions, ParseExit> parse_backtest_args(std::span<const st
   if (o.scenario.empty()) o.scenario = global.scenario;
   if (o.scenario.empty()) return std::unexpected(usage("backtest needs a scenario: --scenario FILE"));
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(o.scenario, ec)) {
+  if (std::filesystem::is_directory(o.scenario, ec)) {
+    return std::unexpected(usage(fmt::format("--scenario {}: is a directory (name a scenario file in it)", o.scenario)));
+  }
+  if (!std::filesystem::exists(o.scenario, ec)) {
     return std::unexpected(usage(fmt::format("--scenario {}: no such file", o.scenario)));
   }
   auto ms = [](const std::string& text) { return promql::parse_duration(text); };

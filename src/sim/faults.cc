@@ -103,6 +103,7 @@ constexpr std::array kFunctionNames = std::to_array<std::string_view>({
     "gpuscopeSimGetTime",
     "gpuscopeSimGetProcessName",
     "gpuscopeSimGetHostname",
+    "gpuscopeSimGetInitFailure",
 });
 
 // Lifecycle calls must work for a client to even see a fault, so "*" leaves them alone.

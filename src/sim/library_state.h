@@ -37,6 +37,10 @@ struct LibraryState {
   // Texts are kept forever so a pointer handed out never dangles.
   const char* unknown_error_text = "Unknown Error";
   std::deque<std::string> texts;
+  // The latest nvmlInit's failure when the simulator's input was at fault (gpuscopeSimGetInitFailure);
+  // kDriver when it succeeded or failed as a driver does.
+  Simulator::InitFailure::Source init_failure_source = Simulator::InitFailure::Source::kDriver;
+  std::string init_failure_message;
 };
 
 // Deliberately never destroyed: clients may call in from atexit handlers or other threads while

@@ -253,6 +253,40 @@ TEST(BadScenarios, InitFailsWithFileLineAndReason) {
   EXPECT_STREQ(NVML(nvmlErrorString)(NVML_ERROR_UNKNOWN), "Unknown Error");
 }
 
+// A client of NVML's API sees only nvmlInit's code (and nvmlErrorString); one that knows the simulator
+// asks whose mistake it was: the scenario's, a GPUSCOPE_SIM_* variable's, or none (the driver's).
+TEST(BadScenarios, InitFailureTellsScenarioFromEnvironmentFromDriver) {
+  unsigned source = 0;
+  char message[512] = {};
+  const auto failure = [&] { return NVML(gpuscopeSimGetInitFailure)(&source, message, sizeof message); };
+  {
+    Session bad("gpus:\n  count: abc\n");
+    EXPECT_EQ(bad.init_result(), NVML_ERROR_UNKNOWN);
+    ASSERT_EQ(failure(), NVML_SUCCESS);
+    EXPECT_EQ(source, GPUSCOPE_SIM_INIT_FAILURE_SCENARIO);
+    EXPECT_EQ(std::string(message), bad.path() + ":2: count must be a whole number, not 'abc'");
+    char small[8];
+    EXPECT_EQ(NVML(gpuscopeSimGetInitFailure)(&source, small, sizeof small), NVML_ERROR_INSUFFICIENT_SIZE);
+    EXPECT_EQ(NVML(gpuscopeSimGetInitFailure)(nullptr, message, sizeof message), NVML_ERROR_INVALID_ARGUMENT);
+  }
+  setenv("GPUSCOPE_SIM_SCENARIO", scenario_path("idle").c_str(), 1);
+  setenv("GPUSCOPE_SIM_SEED", "x", 1);
+  EXPECT_EQ(NVML(nvmlInit_v2)(), NVML_ERROR_UNKNOWN);
+  unsetenv("GPUSCOPE_SIM_SEED");
+  unsetenv("GPUSCOPE_SIM_SCENARIO");
+  ASSERT_EQ(failure(), NVML_SUCCESS);
+  EXPECT_EQ(source, GPUSCOPE_SIM_INIT_FAILURE_ENVIRONMENT);
+  EXPECT_EQ(std::string(message), "GPUSCOPE_SIM_SEED: 'x' is not a seed");
+  {
+    Session no_driver("driver_not_loaded");
+    EXPECT_EQ(no_driver.init_result(), NVML_ERROR_DRIVER_NOT_LOADED);
+    EXPECT_EQ(failure(), NVML_ERROR_NOT_FOUND);
+  }
+  Session good("idle");
+  ASSERT_TRUE(good.ok());
+  EXPECT_EQ(failure(), NVML_ERROR_NOT_FOUND);
+}
+
 TEST(BadScenarios, MissingFileAndBadTimeVariable) {
   const BadLoad missing = [] {
     BadLoad out;
