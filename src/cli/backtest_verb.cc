@@ -135,8 +135,8 @@ int run_backtest(std::span<const std::string> args, const Invocation& inv) {
     for (const std::string& e : groups.error()) inv.err << "gpuscope: " << e << '\n';
     return kExitUsage;
   }
-  std::size_t rule_count = 0;
-  for (const auto& g : *groups) rule_count += g.rules.size();
+  for (const std::string& e : groups->empty) inv.err << "gpuscope: warning: " << e << '\n';
+  const std::size_t rule_count = groups->rule_count;
 
   // The simulator starts frozen at the scenario's t = 0; from then on only this loop moves its clock.
   ::setenv("GPUSCOPE_SIM_TIME", "0", 1);
@@ -162,7 +162,7 @@ int run_backtest(std::span<const std::string> args, const Invocation& inv) {
   rules::RuleManagerOptions ro;
   ro.default_interval_ms = o.evaluation_interval.count();
   ro.engine.default_subquery_step_ms = o.evaluation_interval.count();
-  rules::RuleManager manager(std::move(*groups), std::move(ro));
+  rules::RuleManager manager(std::move(groups->groups), std::move(ro));
   rules::StoreAppender<store::Head> appender(head);
 
   const auto start = backend.now();

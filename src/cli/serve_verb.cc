@@ -298,6 +298,7 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
       for (const std::string& e : groups.error()) inv.err << "gpuscope: " << e << '\n';
       return kExitUsage;
     }
+    for (const std::string& e : groups->empty) log.warn(e);
     rules::RuleManagerOptions ro;
     ro.default_interval_ms = o.evaluation_interval.count();
     std::vector<store::Label> external;
@@ -306,10 +307,9 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
     ro.external_url = o.external_url;
     ro.engine.timeout = o.query_timeout;
     ro.engine.default_subquery_step_ms = o.evaluation_interval.count();
-    std::size_t rule_count = 0;
-    for (const auto& g : *groups) rule_count += g.rules.size();
-    log.info("rules loaded", {{"groups", std::to_string(groups->size())}, {"rules", std::to_string(rule_count)}});
-    rule_manager = std::make_unique<rules::RuleManager>(std::move(*groups), std::move(ro));
+    log.info("rules loaded",
+             {{"groups", std::to_string(groups->groups.size())}, {"rules", std::to_string(groups->rule_count)}});
+    rule_manager = std::make_unique<rules::RuleManager>(std::move(groups->groups), std::move(ro));
   }
   std::unique_ptr<notify::Notifier> notifier;
   if (!o.notify_config.empty()) {
@@ -516,8 +516,9 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
     if (sig == SIGHUP) {
       if (rule_manager) {
         if (auto groups = load_rules(o.rule_specs); groups) {
-          log.info("rules reloaded", {{"groups", std::to_string(groups->size())}});
-          rule_manager->replace(std::move(*groups));
+          for (const std::string& e : groups->empty) log.warn(e);
+          log.info("rules reloaded", {{"groups", std::to_string(groups->groups.size())}});
+          rule_manager->replace(std::move(groups->groups));
           rule_loop->wake();
         } else {
           for (const std::string& e : groups.error()) log.error("rule file reload failed; keeping the previous rules", {{"err", e}});
