@@ -1,13 +1,17 @@
 #include "cli/backtest_verb.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <ostream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/backtest_progress.h"
 #include "cli/history_recorder.h"
 #include "cli/rule_evaluation_loop.h"
 #include "export/metric_set.h"
@@ -65,7 +69,8 @@ std::expected<BacktestOptions, ParseExit> parse_backtest_args(std::span<const st
       "backtest",
       "Run a simulator scenario through the agent's reading path, history and rules on a virtual clock, as fast\n"
       "as possible, and print when each alert went pending, fired and resolved (with its labels and summary).\n"
-      "Without --rules the built-in rule pack (rules/gpu.rules.yml) is used. Needs no GPU and no running agent.",
+      "Without --rules the built-in rule pack (rules/gpu.rules.yml) is used. Needs no GPU and no running agent.\n"
+      "On a terminal, stderr shows how far a long run has got.",
       "  gpuscope backtest --scenario scenarios/thermal_runaway.yaml --duration 1h\n"
       "  gpuscope backtest --scenario scenarios/ecc.yaml --duration 6h --rules my.rules.yml --format json");
   BacktestOptions o;
@@ -171,9 +176,13 @@ int run_backtest(std::span<const std::string> args, const Invocation& inv) {
   std::vector<AlertEvent> events;
   std::map<std::pair<std::string, store::Labels>, std::string> last_state;
   std::int64_t next_eval = start_ms;
+  // Only a person at a terminal sees it: redirected stderr (scripts, tests) gets the report alone.
+  BacktestProgress progress(inv.err, &inv.err == &std::cerr && ::isatty(STDERR_FILENO) == 1, o.duration.count());
   for (std::int64_t t = start_ms; t <= end_ms; t += o.interval.count()) {
+    progress.update(t - start_ms, events.size());
     if (inv.stop.load(std::memory_order_relaxed)) break;
     if (!backend.set_sim_time(std::chrono::system_clock::time_point(std::chrono::milliseconds(t)))) {
+      progress.finish();
       inv.err << "gpuscope: the simulated NVML did not accept the virtual time\n";
       return kExitRuntime;
     }
@@ -206,6 +215,7 @@ int run_backtest(std::span<const std::string> args, const Invocation& inv) {
     }
     last_state = std::move(now_state);
   }
+  progress.finish();
 
   std::size_t fired = 0, firing_at_end = 0;
   for (const AlertEvent& e : events) fired += e.state == "firing";
