@@ -58,10 +58,10 @@ std::expected<std::unique_ptr<Agent>, AgentError> Agent::load(AgentConfig config
     ro.external_url = c.external_url;
     ro.engine.timeout = c.query_timeout;
     ro.engine.default_subquery_step_ms = c.evaluation_interval.count();
-    std::size_t rule_count = 0;
-    for (const auto& g : *groups) rule_count += g.rules.size();
-    log.info("rules loaded", {{"groups", std::to_string(groups->size())}, {"rules", std::to_string(rule_count)}});
-    agent->rule_manager_ = std::make_unique<rules::RuleManager>(std::move(*groups), std::move(ro));
+    for (const std::string& e : groups->empty) log.warn(e);
+    log.info("rules loaded",
+             {{"groups", std::to_string(groups->groups.size())}, {"rules", std::to_string(groups->rule_count)}});
+    agent->rule_manager_ = std::make_unique<rules::RuleManager>(std::move(groups->groups), std::move(ro));
   }
 
   if (!c.notify_config.empty()) {
@@ -210,8 +210,9 @@ model::Snapshot Agent::read_and_record() {
 void Agent::reload() {
   if (rule_manager_) {
     if (auto groups = load_rules(config_.rule_specs); groups) {
-      log_.info("rules reloaded", {{"groups", std::to_string(groups->size())}});
-      rule_manager_->replace(std::move(*groups));
+      for (const std::string& e : groups->empty) log_.warn(e);
+      log_.info("rules reloaded", {{"groups", std::to_string(groups->groups.size())}});
+      rule_manager_->replace(std::move(groups->groups));
       if (rule_loop_) rule_loop_->wake();
     } else {
       for (const std::string& e : groups.error()) log_.error("rule file reload failed; keeping the previous rules", {{"err", e}});

@@ -2,17 +2,49 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "rules/rule_file.h"
 
 namespace gpuscope::agent {
 
-std::expected<std::vector<rules::RuleGroupDefinition>, std::vector<std::string>> load_rules(
-    const std::vector<std::string>& specs) {
-  auto files = rules::expand_rule_paths(specs);
-  if (!files) return std::unexpected(std::vector<std::string>{files.error()});
-  return rules::load_rule_groups(*files);
+std::expected<LoadedRules, std::vector<std::string>> load_rules(const std::vector<std::string>& specs) {
+  std::vector<std::vector<std::string>> files_of(specs.size());
+  std::set<std::string> all;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    auto files = rules::expand_rule_paths({specs[i]});
+    if (!files) return std::unexpected(std::vector<std::string>{files.error()});
+    files_of[i] = std::move(*files);
+    all.insert(files_of[i].begin(), files_of[i].end());
+  }
+  auto groups = rules::load_rule_groups(std::vector<std::string>(all.begin(), all.end()));
+  if (!groups) return std::unexpected(std::move(groups.error()));
+  LoadedRules out;
+  std::map<std::string, std::size_t> rules_in_file;
+  for (const rules::RuleGroupDefinition& g : *groups) {
+    rules_in_file[g.file] += g.rules.size();
+    out.rule_count += g.rules.size();
+  }
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    std::size_t n = 0;
+    for (const std::string& f : files_of[i]) n += rules_in_file[f];
+    if (n > 0) continue;
+    std::error_code ec;
+    out.empty.push_back(files_of[i].empty() && std::filesystem::is_directory(specs[i], ec)
+                            ? fmt::format("--rules {}: no rule files (*.yml, *.yaml) in this directory", specs[i])
+                            : fmt::format("--rules {}: no rules in it", specs[i]));
+  }
+  if (out.rule_count == 0) {
+    return std::unexpected(std::vector<std::string>{
+        fmt::format("--rules {}: no rules found, nothing would be evaluated", fmt::join(specs, " "))});
+  }
+  out.groups = std::move(*groups);
+  return out;
 }
 
 RuleEvaluationLoop::RuleEvaluationLoop(rules::RuleManager& manager, store::Tsdb& tsdb, rules::AlertStateFile* state,

@@ -58,8 +58,17 @@ class RuleEvaluationLoop {
   std::thread thread_;
 };
 
-// Loads --rules (files, directories, globs) into rule groups; every problem as one line.
-std::expected<std::vector<rules::RuleGroupDefinition>, std::vector<std::string>> load_rules(
-    const std::vector<std::string>& specs);
+struct LoadedRules {
+  std::vector<rules::RuleGroupDefinition> groups;
+  std::size_t rule_count = 0;
+  // One line per --rules argument that yields no rule (a directory without rule files, a file without
+  // groups): a mistake to warn about, since another argument has rules.
+  std::vector<std::string> empty;
+};
+
+// Loads --rules (files, directories, globs) into rule groups; every problem as one line. No rule at
+// all from every argument is an error: an agent or backtest with --rules that evaluates nothing is a
+// mistake (a wrong directory), not a configuration.
+std::expected<LoadedRules, std::vector<std::string>> load_rules(const std::vector<std::string>& specs);
 
 }  // namespace gpuscope::agent

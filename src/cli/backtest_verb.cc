@@ -1,7 +1,10 @@
 #include "cli/backtest_verb.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <ostream>
 
@@ -10,6 +13,7 @@
 
 #include "agent/history_recorder.h"
 #include "agent/rule_evaluation_loop.h"
+#include "cli/backtest_progress.h"
 #include "export/metric_set.h"
 #include "export/timestamp_text.h"
 #include "promql/parser.h"
@@ -65,7 +69,8 @@ std::expected<BacktestOptions, ParseExit> parse_backtest_args(std::span<const st
       "backtest",
       "Run a simulator scenario through the agent's reading path, history and rules on a virtual clock, as fast\n"
       "as possible, and print when each alert went pending, fired and resolved (with its labels and summary).\n"
-      "Without --rules the built-in rule pack (rules/gpu.rules.yml) is used. Needs no GPU and no running agent.",
+      "Without --rules the built-in rule pack (rules/gpu.rules.yml) is used. Needs no GPU and no running agent.\n"
+      "On a terminal, stderr shows how far a long run has got.",
       "  gpuscope backtest --scenario scenarios/thermal_runaway.yaml --duration 1h\n"
       "  gpuscope backtest --scenario scenarios/ecc.yaml --duration 6h --rules my.rules.yml --format json");
   BacktestOptions o;
@@ -87,7 +92,10 @@ std::expected<BacktestOptions, ParseExit> parse_backtest_args(std::span<const st
   if (o.scenario.empty()) o.scenario = global.scenario;
   if (o.scenario.empty()) return std::unexpected(usage("backtest needs a scenario: --scenario FILE"));
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(o.scenario, ec)) {
+  if (std::filesystem::is_directory(o.scenario, ec)) {
+    return std::unexpected(usage(fmt::format("--scenario {}: is a directory (name a scenario file in it)", o.scenario)));
+  }
+  if (!std::filesystem::exists(o.scenario, ec)) {
     return std::unexpected(usage(fmt::format("--scenario {}: no such file", o.scenario)));
   }
   auto ms = [](const std::string& text) { return promql::parse_duration(text); };
@@ -131,8 +139,8 @@ int run_backtest(std::span<const std::string> args, const Invocation& inv) {
     for (const std::string& e : groups.error()) inv.err << "gpuscope: " << e << '\n';
     return kExitUsage;
   }
-  std::size_t rule_count = 0;
-  for (const auto& g : *groups) rule_count += g.rules.size();
+  for (const std::string& e : groups->empty) inv.err << "gpuscope: warning: " << e << '\n';
+  const std::size_t rule_count = groups->rule_count;
 
   // The simulator starts frozen at the scenario's t = 0; from then on only this loop moves its clock.
   ::setenv("GPUSCOPE_SIM_TIME", "0", 1);
@@ -158,7 +166,7 @@ int run_backtest(std::span<const std::string> args, const Invocation& inv) {
   rules::RuleManagerOptions ro;
   ro.default_interval_ms = o.evaluation_interval.count();
   ro.engine.default_subquery_step_ms = o.evaluation_interval.count();
-  rules::RuleManager manager(std::move(*groups), std::move(ro));
+  rules::RuleManager manager(std::move(groups->groups), std::move(ro));
   rules::StoreAppender<store::Head> appender(head);
 
   const auto start = backend.now();
@@ -167,9 +175,13 @@ int run_backtest(std::span<const std::string> args, const Invocation& inv) {
   std::vector<AlertEvent> events;
   std::map<std::pair<std::string, store::Labels>, std::string> last_state;
   std::int64_t next_eval = start_ms;
+  // Only a person at a terminal sees it: redirected stderr (scripts, tests) gets the report alone.
+  BacktestProgress progress(inv.err, &inv.err == &std::cerr && ::isatty(STDERR_FILENO) == 1, o.duration.count());
   for (std::int64_t t = start_ms; t <= end_ms; t += o.interval.count()) {
+    progress.update(t - start_ms, events.size());
     if (inv.stop.load(std::memory_order_relaxed)) break;
     if (!backend.set_sim_time(std::chrono::system_clock::time_point(std::chrono::milliseconds(t)))) {
+      progress.finish();
       inv.err << "gpuscope: the simulated NVML did not accept the virtual time\n";
       return kExitRuntime;
     }
@@ -202,6 +214,7 @@ int run_backtest(std::span<const std::string> args, const Invocation& inv) {
     }
     last_state = std::move(now_state);
   }
+  progress.finish();
 
   std::size_t fired = 0, firing_at_end = 0;
   for (const AlertEvent& e : events) fired += e.state == "firing";

@@ -121,8 +121,14 @@ std::expected<std::unique_ptr<nvml::NvmlBackend>, int> open_backend(const Invoca
   if (backend) return std::move(*backend);
   inv.err << "gpuscope: " << one_line(backend.error().message) << '\n';
   inv.err.flush();
-  return std::unexpected(backend.error().kind == nvml::BackendErrorKind::kLibraryNotFound ? kExitNoLibrary
-                                                                                          : kExitRuntime);
+  switch (backend.error().kind) {
+    case nvml::BackendErrorKind::kLibraryNotFound:
+      return std::unexpected(kExitNoLibrary);
+    case nvml::BackendErrorKind::kSimulatorInput:
+      return std::unexpected(kExitUsage);  // a bad scenario or GPUSCOPE_SIM_* value, as a missing --scenario is
+    default:
+      return std::unexpected(kExitRuntime);
+  }
 }
 
 std::expected<bool, ParseExit> json_format(std::string_view value) {

@@ -2,17 +2,17 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <initializer_list>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
+
+#include "model/file_text.h"
+#include "model/yaml_error_text.h"
 
 namespace gpuscope::model {
 namespace {
@@ -164,17 +164,14 @@ std::expected<PriceCatalog, std::string> PriceCatalog::parse(std::string_view te
     return std::unexpected(where(f.line) + f.message);
   } catch (const YAML::Exception& e) {
     const int line = e.mark.line >= 0 ? e.mark.line + 1 : 0;
-    return std::unexpected(where(line) + "YAML: " + e.msg);
+    return std::unexpected(where(line) + "YAML: " + yaml_error_text(e));
   }
 }
 
 std::expected<PriceCatalog, std::string> PriceCatalog::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::unexpected(fmt::format("{}: cannot open ({})", path, std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return std::unexpected(fmt::format("{}: cannot read", path));
-  return parse(text.str(), path);
+  auto text = read_file_text(path);
+  if (!text) return std::unexpected(fmt::format("{}: cannot open ({})", path, text.error()));
+  return parse(*text, path);
 }
 
 const PriceEntry* PriceCatalog::find(std::string_view model_name) const {

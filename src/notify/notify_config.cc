@@ -4,16 +4,16 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "model/file_text.h"
+#include "model/yaml_error_text.h"
 #include "notify/alert_matchers.h"
 #include "promql/parser.h"
 
@@ -287,14 +287,12 @@ class ConfigReader {
       if (!file) return std::nullopt;
       fs::path p(*file);
       if (p.is_relative()) p = base_dir_ / p;
-      std::ifstream in(p, std::ios::binary);
-      if (!in) {
-        error_at(file_value, fmt::format("{}.{}: cannot read {}: {}", what, file_key, p.string(), std::strerror(errno)));
+      auto text = model::read_file_text(p.string());
+      if (!text) {
+        error_at(file_value, fmt::format("{}.{}: cannot read {}: {}", what, file_key, p.string(), text.error()));
         return std::nullopt;
       }
-      std::ostringstream ss;
-      ss << in.rdbuf();
-      std::string value = trim_space(ss.str());
+      std::string value = trim_space(*text);
       if (value.empty()) {
         error_at(file_value, fmt::format("{}.{}: {} is empty", what, file_key, p.string()));
         return std::nullopt;
@@ -610,7 +608,7 @@ std::expected<NotifyConfig, std::vector<std::string>> parse_notify_config(std::s
     root = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
     const std::string where = e.mark.line >= 0 ? fmt::format("{}:{}", path, e.mark.line + 1) : std::string(path);
-    return std::unexpected(std::vector<std::string>{fmt::format("{}: yaml: {}", where, e.msg)});
+    return std::unexpected(std::vector<std::string>{fmt::format("{}: yaml: {}", where, model::yaml_error_text(e))});
   }
   ConfigReader reader(path, env);
   NotifyConfig config;
@@ -618,7 +616,7 @@ std::expected<NotifyConfig, std::vector<std::string>> parse_notify_config(std::s
     config = reader.read(root);
   } catch (const YAML::Exception& e) {
     // A shape yaml-cpp refuses (an alias or merge key where a scalar belongs): still one line.
-    reader.errors.push_back(fmt::format("{}:{}: yaml: {}", path, e.mark.line + 1, e.msg));
+    reader.errors.push_back(fmt::format("{}:{}: yaml: {}", path, e.mark.line + 1, model::yaml_error_text(e)));
   }
   if (!reader.errors.empty()) return std::unexpected(std::move(reader.errors));
   return config;
@@ -626,11 +624,9 @@ std::expected<NotifyConfig, std::vector<std::string>> parse_notify_config(std::s
 
 std::expected<NotifyConfig, std::vector<std::string>> load_notify_config(const std::string& path,
                                                                          const EnvironmentLookup& env) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::unexpected(std::vector<std::string>{fmt::format("{}: cannot read: {}", path, std::strerror(errno))});
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_notify_config(ss.str(), path, env);
+  auto text = model::read_file_text(path);
+  if (!text) return std::unexpected(std::vector<std::string>{fmt::format("{}: cannot read: {}", path, text.error())});
+  return parse_notify_config(*text, path, env);
 }
 
 }  // namespace gpuscope::notify

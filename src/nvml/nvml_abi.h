@@ -414,6 +414,14 @@ nvmlReturn_t gpuscopeSimGetHostname(char* name, unsigned int length);
 // How many times `function` (an NVML function name) was called since the library was loaded, for
 // tests that assert what a reader calls rather than how long it took.
 nvmlReturn_t gpuscopeSimGetCallCount(const char* function, unsigned long long* count);
+// Why the latest nvmlInit failed when the simulator's input was at fault, not the simulated driver:
+// `*source` is GPUSCOPE_SIM_INIT_FAILURE_SCENARIO (the scenario file: `message` is "FILE:LINE: what")
+// or GPUSCOPE_SIM_INIT_FAILURE_ENVIRONMENT (a GPUSCOPE_SIM_* variable: "NAME: what"). NOT_FOUND when
+// the latest nvmlInit succeeded or failed as a driver does (a scenario's driver_not_loaded, an
+// injected fault). Works without nvmlInit. A client of the real NVML API sees only nvmlInit's code.
+nvmlReturn_t gpuscopeSimGetInitFailure(unsigned int* source, char* message, unsigned int length);
+#define GPUSCOPE_SIM_INIT_FAILURE_SCENARIO 1U
+#define GPUSCOPE_SIM_INIT_FAILURE_ENVIRONMENT 2U
 
 }  // extern "C"
 

@@ -110,9 +110,28 @@ std::string simulator_library_path() {
   return {};
 }
 
+namespace {
+
+// "scenario FILE:LINE: what" or "environment variable NAME: what" when the simulator's nvmlInit
+// refused its input; nothing for a real driver or a simulated driver failure.
+std::optional<std::string> simulator_input_error(const NvmlLibrary& L) {
+  if (L.SimGetInitFailure == nullptr) return std::nullopt;
+  unsigned source = 0;
+  std::string message(4096, '\0');
+  if (L.SimGetInitFailure(&source, message.data(), static_cast<unsigned>(message.size())) != NVML_SUCCESS) {
+    return std::nullopt;
+  }
+  message.resize(message.find('\0'));
+  if (source == GPUSCOPE_SIM_INIT_FAILURE_SCENARIO) return "scenario " + message;
+  if (source == GPUSCOPE_SIM_INIT_FAILURE_ENVIRONMENT) return "environment variable " + message;
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::expected<std::unique_ptr<NvmlBackend>, BackendError> NvmlBackend::open(const BackendOptions& options) {
   std::vector<std::string> candidates;
-  std::string named_by;  // the environment variable that named the library, if one did
+  std::string named_by;  // what chose the library, when one was chosen
   // The simulator reads its scenario from the environment at nvmlInit.
   std::optional<ScopedEnv> scenario_env, quiet_env;
   if (options.simulate) {
@@ -120,6 +139,13 @@ std::expected<std::unique_ptr<NvmlBackend>, BackendError> NvmlBackend::open(cons
     // We print NVML's error string ourselves: the simulator need not print it too.
     quiet_env.emplace("GPUSCOPE_SIM_QUIET", "1");
     std::string sim = options.library_path.empty() ? simulator_library_path() : options.library_path;
+    if (!options.library_path.empty()) {
+      named_by = "--nvml-lib";
+    } else if (const char* env = std::getenv("GPUSCOPE_SIM_LIB"); env != nullptr && *env != '\0') {
+      named_by = "GPUSCOPE_SIM_LIB (for --simulate)";
+    } else {
+      named_by = "--simulate (the simulator next to gpuscope)";
+    }
     if (sim.empty()) {
       return std::unexpected(BackendError{BackendErrorKind::kLibraryNotFound, 0,
                                           "simulated NVML library not found next to the gpuscope executable "
@@ -129,6 +155,7 @@ std::expected<std::unique_ptr<NvmlBackend>, BackendError> NvmlBackend::open(cons
   } else if (!options.library_path.empty()) {
     // An explicit choice is never silently replaced by another library.
     candidates.push_back(options.library_path);
+    named_by = "--nvml-lib";
   } else if (const char* env = std::getenv("GPUSCOPE_NVML_LIB"); env != nullptr && *env != '\0') {
     candidates.push_back(env);
     named_by = "GPUSCOPE_NVML_LIB";
@@ -136,16 +163,8 @@ std::expected<std::unique_ptr<NvmlBackend>, BackendError> NvmlBackend::open(cons
     candidates = {"libnvidia-ml.so.1", "libnvidia-ml.so"};
   }
 
-  auto lib = NvmlLibrary::open(candidates);
-  if (!lib) {
-    // A library named in the environment is easy to forget: the error says where the name came from.
-    if (!named_by.empty()) {
-      auto error = lib.error();
-      error.message = fmt::format("{}={}: {}", named_by, candidates.front(), error.message);
-      return std::unexpected(std::move(error));
-    }
-    return std::unexpected(lib.error());
-  }
+  auto lib = NvmlLibrary::open(candidates, named_by);
+  if (!lib) return std::unexpected(lib.error());
 
   std::unique_ptr<NvmlBackend> backend(new NvmlBackend());
   backend->library_ = std::move(*lib);
@@ -155,6 +174,12 @@ std::expected<std::unique_ptr<NvmlBackend>, BackendError> NvmlBackend::open(cons
   auto& L = *backend->library_;
 
   if (nvmlReturn_t rc = L.nvmlInit_v2(); rc != NVML_SUCCESS) {
+    // A mistake in the scenario or the simulator's environment is the user's input, not a driver
+    // failure: the simulator tells what it refused through its own extension.
+    if (auto input = simulator_input_error(L)) {
+      backend->library_.reset();
+      return std::unexpected(BackendError{BackendErrorKind::kSimulatorInput, static_cast<int>(rc), std::move(*input)});
+    }
     const std::string why = L.error_string(rc);
     backend->library_.reset();  // nothing to shut down
     return std::unexpected(BackendError{BackendErrorKind::kInitFailed, static_cast<int>(rc),

@@ -44,6 +44,7 @@ enum class BackendErrorKind {
   kLibraryNotFound,  // no library could be loaded (CLI exit code 3)
   kSymbolMissing,    // the library lacks nvmlInit*: not an NVML library
   kInitFailed,       // nvmlInit failed: driver not loaded, no permission, ...
+  kSimulatorInput,   // the simulator's nvmlInit refused its input: the scenario file or a GPUSCOPE_SIM_* variable
   kDiscoveryFailed,  // count or handles could not be read
 };
 

@@ -27,7 +27,7 @@ std::string resolved_path(void* handle, const std::string& fallback) {
 }  // namespace
 
 std::expected<std::unique_ptr<NvmlLibrary>, BackendError> NvmlLibrary::open(
-    const std::vector<std::string>& candidates) {
+    const std::vector<std::string>& candidates, std::string_view named_by) {
   std::string tried;
   for (const auto& name : candidates) {
     // RTLD_LOCAL: two different NVML libraries in one process (tests) must not see each other's symbols.
@@ -51,6 +51,14 @@ std::expected<std::unique_ptr<NvmlLibrary>, BackendError> NvmlLibrary::open(
                       lib->path_)});
     }
     return lib;
+  }
+  if (!named_by.empty()) {
+    // The library was named on purpose: the fix is there, not in installing a driver.
+    const bool simulator = named_by.find("--simulate") != std::string_view::npos;
+    return std::unexpected(BackendError{
+        BackendErrorKind::kLibraryNotFound, 0,
+        fmt::format("cannot load the NVML library named by {} ({}){}", named_by, tried,
+                    simulator ? "" : "; fix the path, or use --simulate to run on a simulated GPU node")});
   }
   std::string names;
   for (const auto& c : candidates) names += (names.empty() ? "" : ", ") + c;
@@ -164,6 +172,7 @@ void NvmlLibrary::resolve_all() {
   resolve(SimGetTime, {"gpuscopeSimGetTime"});
   resolve(SimGetProcessName, {"gpuscopeSimGetProcessName"});
   resolve(SimGetHostname, {"gpuscopeSimGetHostname"});
+  resolve(SimGetInitFailure, {"gpuscopeSimGetInitFailure"});
 }
 
 }  // namespace gpuscope::nvml

@@ -5,6 +5,7 @@
 #include <expected>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nvml/nvml_abi.h"
@@ -17,8 +18,10 @@ class NvmlLibrary {
  public:
   // Opens the first of `candidates` that loads (a path, or a bare soname for the linker's search).
   // Fails with kLibraryNotFound naming every candidate tried, or kSymbolMissing for a library that
-  // is not NVML.
-  static std::expected<std::unique_ptr<NvmlLibrary>, BackendError> open(const std::vector<std::string>& candidates);
+  // is not NVML. `named_by`: what chose the one candidate ("--nvml-lib", "GPUSCOPE_NVML_LIB", ...),
+  // for an error that points there and not at the driver's installation; empty for the default search.
+  static std::expected<std::unique_ptr<NvmlLibrary>, BackendError> open(const std::vector<std::string>& candidates,
+                                                                        std::string_view named_by = {});
   ~NvmlLibrary();
   NvmlLibrary(const NvmlLibrary&) = delete;
   NvmlLibrary& operator=(const NvmlLibrary&) = delete;
@@ -109,6 +112,7 @@ class NvmlLibrary {
   decltype(&::gpuscopeSimGetTime) SimGetTime = nullptr;
   decltype(&::gpuscopeSimGetProcessName) SimGetProcessName = nullptr;
   decltype(&::gpuscopeSimGetHostname) SimGetHostname = nullptr;
+  decltype(&::gpuscopeSimGetInitFailure) SimGetInitFailure = nullptr;
 
  private:
   NvmlLibrary() = default;

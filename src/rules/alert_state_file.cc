@@ -4,10 +4,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "model/file_text.h"
 
 namespace gpuscope::rules {
 namespace {
@@ -81,11 +82,11 @@ std::expected<void, std::string> AlertStateFile::save(const RuleManager& manager
 }
 
 std::expected<std::size_t, std::string> AlertStateFile::restore(RuleManager& manager, std::int64_t now_ms) {
-  std::ifstream in(path_, std::ios::binary);
-  if (!in) return 0;
-  std::stringstream text;
-  text << in.rdbuf();
-  const json file = json::parse(text.str(), nullptr, false);
+  std::error_code ec;
+  if (!std::filesystem::exists(path_, ec) && !ec) return 0;  // a first start: nothing to restore
+  const auto text = model::read_file_text(path_);
+  if (!text) return std::unexpected(fmt::format("{}: cannot be read: {}", path_, text.error()));
+  const json file = json::parse(*text, nullptr, false);
   if (file.is_discarded() || !file.is_object() || file.value("version", 0) != kFormatVersion ||
       !file.contains("saved_at_ms") || !file["saved_at_ms"].is_number_integer() || !file.contains("rules") ||
       !file["rules"].is_array()) {

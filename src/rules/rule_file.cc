@@ -5,13 +5,13 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 
+#include "model/file_text.h"
+#include "model/yaml_error_text.h"
 #include "promql/parser.h"
 
 namespace gpuscope::rules {
@@ -328,26 +328,23 @@ std::expected<RuleFile, std::vector<std::string>> parse_rule_file(std::string_vi
     root = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
     const std::string where = e.mark.line >= 0 ? fmt::format("{}:{}: ", e.mark.line + 1, e.mark.column + 1) : "";
-    return std::unexpected(std::vector<std::string>{fmt::format("{}: {}{}", path, where, e.msg)});
+    return std::unexpected(std::vector<std::string>{fmt::format("{}: {}{}", path, where, model::yaml_error_text(e))});
   }
   FileReader reader(path);
   RuleFile file;
   try {
     file = reader.read(root);
   } catch (const YAML::Exception& e) {
-    reader.errors.push_back(fmt::format("{}: {}", path, e.msg));
+    reader.errors.push_back(fmt::format("{}: {}", path, model::yaml_error_text(e)));
   }
   if (!reader.errors.empty()) return std::unexpected(std::move(reader.errors));
   return file;
 }
 
 std::expected<RuleFile, std::vector<std::string>> load_rule_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::unexpected(std::vector<std::string>{fmt::format("{}: cannot be read", path)});
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return std::unexpected(std::vector<std::string>{fmt::format("{}: read error", path)});
-  return parse_rule_file(text.str(), path);
+  auto text = model::read_file_text(path);
+  if (!text) return std::unexpected(std::vector<std::string>{fmt::format("{}: cannot be read: {}", path, text.error())});
+  return parse_rule_file(*text, path);
 }
 
 std::vector<DuplicateRecording> find_duplicate_recordings(const RuleFile& file) {
@@ -363,6 +360,37 @@ std::vector<DuplicateRecording> find_duplicate_recordings(const RuleFile& file) 
     }
   }
   return out;
+}
+
+namespace {
+
+enum class DirectoryPart { kRules, kTests };
+
+std::expected<std::vector<std::string>, std::string> yaml_files_in(const std::string& dir, DirectoryPart part) {
+  std::error_code ec;
+  std::vector<std::string> out;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool yaml = name.ends_with(".yml") || name.ends_with(".yaml");
+    const bool test = name.ends_with(".test.yml") || name.ends_with(".test.yaml");
+    std::error_code type_ec;
+    if (yaml && test == (part == DirectoryPart::kTests) && entry.is_regular_file(type_ec)) {
+      out.push_back(entry.path().string());
+    }
+  }
+  if (ec) return std::unexpected(fmt::format("{}: cannot list the directory: {}", dir, ec.message()));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+std::expected<std::vector<std::string>, std::string> rule_files_in(const std::string& dir) {
+  return yaml_files_in(dir, DirectoryPart::kRules);
+}
+
+std::expected<std::vector<std::string>, std::string> rule_test_files_in(const std::string& dir) {
+  return yaml_files_in(dir, DirectoryPart::kTests);
 }
 
 std::expected<std::vector<std::string>, std::string> expand_rule_paths(const std::vector<std::string>& specs) {
@@ -383,11 +411,9 @@ std::expected<std::vector<std::string>, std::string> expand_rule_paths(const std
       continue;
     }
     if (fs::is_directory(spec, ec)) {
-      for (const auto& entry : fs::directory_iterator(spec, ec)) {
-        const std::string ext = entry.path().extension().string();
-        if (entry.is_regular_file(ec) && (ext == ".yml" || ext == ".yaml")) paths.insert(entry.path().string());
-      }
-      if (ec) return std::unexpected(fmt::format("{}: cannot list the directory: {}", spec, ec.message()));
+      auto files = rule_files_in(spec);
+      if (!files) return std::unexpected(files.error());
+      paths.insert(files->begin(), files->end());
       continue;
     }
     if (!fs::exists(spec, ec)) return std::unexpected(fmt::format("{}: no such rule file or directory", spec));

@@ -67,8 +67,17 @@ std::expected<RuleFile, std::vector<std::string>> load_rule_file(const std::stri
 
 std::vector<DuplicateRecording> find_duplicate_recordings(const RuleFile& file);
 
-// `--rules` takes a file, a directory (its *.yml and *.yaml files) or a glob; the result is sorted and
-// without duplicates. A file or directory that does not exist, or a glob matching nothing, is an error.
+// A directory's rule files: its *.yml and *.yaml files (not its subdirectories'), sorted, except rule
+// unit tests (*.test.yml, *.test.yaml), which by convention sit beside the rules they test
+// (rules/gpu.rules.test.yml) and are no rule file. Empty when there are none; an error only when the
+// directory cannot be listed.
+std::expected<std::vector<std::string>, std::string> rule_files_in(const std::string& dir);
+// A directory's rule unit-test files: its *.test.yml and *.test.yaml files, sorted.
+std::expected<std::vector<std::string>, std::string> rule_test_files_in(const std::string& dir);
+
+// `--rules` takes a file, a directory (rule_files_in) or a glob; the result is sorted and without
+// duplicates. A file or directory that does not exist, or a glob matching nothing, is an error; a
+// directory without rule files is not (the caller decides what an empty result means).
 std::expected<std::vector<std::string>, std::string> expand_rule_paths(const std::vector<std::string>& specs);
 
 }  // namespace gpuscope::rules

@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "model/file_text.h"
+#include "model/yaml_error_text.h"
 #include "promql/engine.h"
 #include "promql/lexer.h"
 #include "promql/parser.h"
@@ -198,26 +200,34 @@ class TestFile {
 
   // The failures (empty: passed).
   std::vector<std::string> run() {
+    const auto text = model::read_file_text(path_);
+    if (!text) return {fmt::format("{}: cannot be read: {}", path_, text.error())};
     YAML::Node root;
     try {
-      root = YAML::LoadFile(path_);
-    } catch (const YAML::BadFile&) {
-      return {fmt::format("open {}: no such file or cannot be read", path_)};
+      root = YAML::Load(*text);
     } catch (const YAML::Exception& e) {
-      return {fmt::format("{}: {}", path_, e.what())};
+      return {fmt::format("{}: {}", path_, yaml_text(e))};
     }
     try {
       return run_file(root);
     } catch (const TestFileError& e) {
       return {fmt::format("{}: {}", path_, e.message)};
     } catch (const YAML::Exception& e) {
-      return {fmt::format("{}: {}", path_, e.what())};
+      return {fmt::format("{}: {}", path_, yaml_text(e))};
     }
+  }
+
+  // "LINE:COL: what", as a rule file's errors are given.
+  static std::string yaml_text(const YAML::Exception& e) {
+    if (e.mark.is_null()) return model::yaml_error_text(e);
+    return fmt::format("{}:{}: {}", e.mark.line + 1, e.mark.column + 1, model::yaml_error_text(e));
   }
 
  private:
   std::vector<std::string> run_file(const YAML::Node& root) {
-    if (!root || root.IsNull()) return {};
+    // promtool passes a file without tests; a test run that tested nothing must not read as a pass.
+    const auto no_tests = [&] { return std::vector<std::string>{fmt::format("{}: no tests in it ('tests' is empty)", path_)}; };
+    if (!root || root.IsNull()) return no_tests();
     check_keys(root, "the test file", {"rule_files", "evaluation_interval", "group_eval_order", "tests"});
     std::vector<std::string> rule_files;
     const fs::path base = fs::path(path_).parent_path();
@@ -270,8 +280,10 @@ class TestFile {
     });
 
     std::vector<std::string> failures;
-    if (const YAML::Node tests = root["tests"]) {
-      if (!tests.IsSequence() && !tests.IsNull()) fail(tests, "tests must be a list");
+    const YAML::Node tests = root["tests"];
+    if (!tests || tests.IsNull() || (tests.IsSequence() && tests.size() == 0)) return no_tests();
+    {
+      if (!tests.IsSequence()) fail(tests, "tests must be a list");
       for (const YAML::Node& t : tests) {
         auto more = run_test_group(t, groups, evaluation_interval_ms);
         failures.insert(failures.end(), more.begin(), more.end());

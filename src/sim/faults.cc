@@ -104,6 +104,7 @@ constexpr std::array kFunctionNames = std::to_array<std::string_view>({
     "gpuscopeSimGetProcessName",
     "gpuscopeSimGetHostname",
     "gpuscopeSimGetCallCount",
+    "gpuscopeSimGetInitFailure",
 });
 
 // Lifecycle calls must work for a client to even see a fault, so "*" leaves them alone.

@@ -40,6 +40,10 @@ struct LibraryState {
   std::deque<std::string> texts;
   // Calls per function since the library was loaded (gpuscopeSimGetCallCount).
   std::map<std::string, unsigned long long, std::less<>> calls;
+  // The latest nvmlInit's failure when the simulator's input was at fault (gpuscopeSimGetInitFailure);
+  // kDriver when it succeeded or failed as a driver does.
+  Simulator::InitFailure::Source init_failure_source = Simulator::InitFailure::Source::kDriver;
+  std::string init_failure_message;
 };
 
 // Deliberately never destroyed: clients may call in from atexit handlers or other threads while

@@ -24,8 +24,12 @@ nvmlReturn_t init_library(std::string_view function) noexcept {
       return NVML_SUCCESS;
     }
     auto created = Simulator::create();
+    lib.init_failure_source = Simulator::InitFailure::Source::kDriver;
+    lib.init_failure_message.clear();
     if (!created) {
       const Simulator::InitFailure& failure = created.error();
+      lib.init_failure_source = failure.source;
+      lib.init_failure_message = failure.message;
       if (!failure.message.empty()) {
         // One line a person can act on; most clients' error paths only show the code's text.
         // A client that prints nvmlErrorString itself (gpuscope) sets GPUSCOPE_SIM_QUIET.
@@ -246,6 +250,27 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t gpuscopeSimGetCallCount(const char* function, u
     const auto it = lib.calls.find(std::string_view(function));
     *count = it == lib.calls.end() ? 0 : it->second;
     return NVML_SUCCESS;
+  } catch (...) {
+    return NVML_ERROR_UNKNOWN;
+  }
+}
+
+GPUSCOPE_SIM_EXPORT nvmlReturn_t gpuscopeSimGetInitFailure(unsigned int* source, char* message, unsigned int length) {
+  try {
+    LibraryState& lib = library();
+    const std::lock_guard lock(lib.mutex);
+    if (source == nullptr || message == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    switch (lib.init_failure_source) {
+      case Simulator::InitFailure::Source::kDriver:
+        return NVML_ERROR_NOT_FOUND;
+      case Simulator::InitFailure::Source::kScenario:
+        *source = GPUSCOPE_SIM_INIT_FAILURE_SCENARIO;
+        break;
+      case Simulator::InitFailure::Source::kEnvironment:
+        *source = GPUSCOPE_SIM_INIT_FAILURE_ENVIRONMENT;
+        break;
+    }
+    return copy_string(lib.init_failure_message, message, length);
   } catch (...) {
     return NVML_ERROR_UNKNOWN;
   }

@@ -3,15 +3,14 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
-#include <cstring>
-#include <fstream>
 #include <initializer_list>
 #include <set>
 #include <sstream>
 #include <utility>
 
+#include "model/file_text.h"
+#include "model/yaml_error_text.h"
 #include "sim/faults.h"
 #include "sim/return_codes.h"
 #include "sim/sim_clock.h"
@@ -598,19 +597,16 @@ std::expected<Scenario, std::string> parse_scenario(std::string_view yaml, std::
     return std::unexpected(where(f.line) + f.message);
   } catch (const YAML::Exception& e) {
     const int line = e.mark.line >= 0 ? e.mark.line + 1 : 0;
-    return std::unexpected(where(line) + "YAML: " + e.msg);
+    return std::unexpected(where(line) + "YAML: " + model::yaml_error_text(e));
   } catch (const std::exception& e) {
     return std::unexpected(where(0) + e.what());
   }
 }
 
 std::expected<Scenario, std::string> load_scenario_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::unexpected(path + ": cannot open (" + std::strerror(errno) + ")");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return std::unexpected(path + ": cannot read");
-  return parse_scenario(text.str(), path);
+  auto text = model::read_file_text(path);
+  if (!text) return std::unexpected(path + ": cannot open (" + text.error() + ")");
+  return parse_scenario(*text, path);
 }
 
 std::string_view builtin_scenario_yaml() {

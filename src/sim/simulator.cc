@@ -29,13 +29,14 @@ std::optional<std::string> env(const char* name) {
 std::expected<std::unique_ptr<Simulator>, Simulator::InitFailure> Simulator::create() {
   const std::optional<std::string> path = env("GPUSCOPE_SIM_SCENARIO");
   auto scenario = path ? load_scenario_file(*path) : parse_scenario(builtin_scenario_yaml(), kBuiltinScenarioSource);
-  if (!scenario) return std::unexpected(InitFailure{NVML_ERROR_UNKNOWN, scenario.error()});
+  if (!scenario) return std::unexpected(InitFailure{NVML_ERROR_UNKNOWN, scenario.error(), InitFailure::Source::kScenario});
   if (const auto seed = env("GPUSCOPE_SIM_SEED")) {
     char* end = nullptr;
     errno = 0;
     const unsigned long long v = std::strtoull(seed->c_str(), &end, 10);
     if (errno != 0 || end != seed->c_str() + seed->size() || (*seed)[0] == '-') {
-      return std::unexpected(InitFailure{NVML_ERROR_UNKNOWN, "GPUSCOPE_SIM_SEED: '" + *seed + "' is not a seed"});
+      return std::unexpected(InitFailure{NVML_ERROR_UNKNOWN, "GPUSCOPE_SIM_SEED: '" + *seed + "' is not a seed",
+                                         InitFailure::Source::kEnvironment});
     }
     scenario->seed = v;
   }
@@ -47,12 +48,13 @@ std::expected<std::unique_ptr<Simulator>, Simulator::InitFailure> Simulator::cre
     errno = 0;
     const double seconds = std::strtod(t->c_str(), &end);
     if (errno != 0 || end != t->c_str() + t->size() || !std::isfinite(seconds)) {
-      return std::unexpected(
-          InitFailure{NVML_ERROR_UNKNOWN, "GPUSCOPE_SIM_TIME: '" + *t + "' is not a number of seconds"});
+      return std::unexpected(InitFailure{NVML_ERROR_UNKNOWN, "GPUSCOPE_SIM_TIME: '" + *t + "' is not a number of seconds",
+                                         InitFailure::Source::kEnvironment});
     }
     if (seconds < 0 || seconds > kMaxScenarioSeconds) {
-      return std::unexpected(InitFailure{NVML_ERROR_UNKNOWN, "GPUSCOPE_SIM_TIME: '" + *t +
-                                                                 "' is outside 0 to 31622400 seconds (366 days)"});
+      return std::unexpected(InitFailure{NVML_ERROR_UNKNOWN,
+                                         "GPUSCOPE_SIM_TIME: '" + *t + "' is outside 0 to 31622400 seconds (366 days)",
+                                         InitFailure::Source::kEnvironment});
     }
     clock = SimClock::frozen(scenario->start_unix_ns.value_or(kDefaultVirtualEpochNs), seconds);
   }

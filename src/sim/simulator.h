@@ -56,8 +56,12 @@ struct GpmSample {
 class Simulator {
  public:
   struct InitFailure {
+    // What is at fault: the simulated driver's state (a real driver fails the same way), or the
+    // simulator's input, which gpuscopeSimGetInitFailure tells a client that knows the simulator.
+    enum class Source { kDriver, kScenario, kEnvironment };
     nvmlReturn_t code;
-    std::string message;  // "<file>:<line>: <what>"; empty when there is nothing to tell
+    std::string message;  // "<file>:<line>: <what>" or "<VARIABLE>: <what>"; empty when there is nothing to tell
+    Source source = Source::kDriver;
   };
   // Loads env GPUSCOPE_SIM_SCENARIO (or the built-in scenario) and env GPUSCOPE_SIM_TIME.
   static std::expected<std::unique_ptr<Simulator>, InitFailure> create();

@@ -96,15 +96,28 @@ TEST(RunCli, BadDmonGroupLetter) {
   expect_usage_error(run_gpuscope({"dmon", "-s", "pz"}), "unknown metric group 'z' in -s 'pz' (any of pucvmet)");
 }
 
-TEST(RunCli, NoLibraryExitsThreeAndSuggestsSimulate) {
+// A library named on purpose that does not load: exit 3, and the error points at what named it (the
+// default search's error, which suggests installing the driver or --simulate, is NvmlLibrary's test).
+TEST(RunCli, NoLibraryExitsThreeAndNamesWhatNamedIt) {
   for (const char* verb : {"list", "info"}) {
     auto r = run_gpuscope({verb, "--nvml-lib", "/nonexistent/libnvidia-ml.so.1"});
     EXPECT_EQ(r.code, 3) << verb;
-    EXPECT_THAT(r.err, StartsWith("gpuscope: NVML library not found"));
+    EXPECT_THAT(r.err, StartsWith("gpuscope: cannot load the NVML library named by --nvml-lib ("));
     EXPECT_THAT(r.err, HasSubstr("/nonexistent/libnvidia-ml.so.1"));
     EXPECT_THAT(r.err, HasSubstr("--simulate"));
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
   }
+  ::setenv("GPUSCOPE_NVML_LIB", "/nonexistent/libnvidia-ml.so.1", 1);
+  auto env = run_gpuscope({"list"});
+  ::unsetenv("GPUSCOPE_NVML_LIB");
+  EXPECT_EQ(env.code, 3);
+  EXPECT_THAT(env.err, StartsWith("gpuscope: cannot load the NVML library named by GPUSCOPE_NVML_LIB ("));
+  ::setenv("GPUSCOPE_SIM_LIB", "/nonexistent/libnvidia-ml.so.1", 1);
+  auto sim = run_gpuscope({"--simulate", "list"});
+  ::unsetenv("GPUSCOPE_SIM_LIB");
+  EXPECT_EQ(sim.code, 3);
+  EXPECT_THAT(sim.err, StartsWith("gpuscope: cannot load the NVML library named by GPUSCOPE_SIM_LIB (for --simulate) ("));
+  EXPECT_THAT(sim.err, EndsWith("No such file or directory)\n")) << "no advice to use --simulate when it is in use";
 }
 
 TEST(RunCli, LibraryNamedByTheEnvironmentSaysSo) {
@@ -112,7 +125,8 @@ TEST(RunCli, LibraryNamedByTheEnvironmentSaysSo) {
   auto r = run_gpuscope({"list"});
   unsetenv("GPUSCOPE_NVML_LIB");
   EXPECT_EQ(r.code, 3);
-  EXPECT_THAT(r.err, StartsWith("gpuscope: GPUSCOPE_NVML_LIB=/nonexistent/libnvidia-ml.so.1: NVML library not found"));
+  EXPECT_THAT(r.err, StartsWith("gpuscope: cannot load the NVML library named by GPUSCOPE_NVML_LIB "
+                                "(/nonexistent/libnvidia-ml.so.1: "));
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
 }
 

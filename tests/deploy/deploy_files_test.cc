@@ -91,7 +91,7 @@ void expect_serve_args_parse(const std::vector<std::string>& serve_args) {
   const Result g = run(good);
   ASSERT_FALSE(g.timed_out);
   EXPECT_EQ(g.exit_code, 3) << "stderr: " << g.err;
-  EXPECT_THAT(g.err, HasSubstr("NVML library not found"));
+  EXPECT_THAT(g.err, HasSubstr("cannot load the NVML library named by --nvml-lib"));
 }
 
 // ---- Kubernetes manifest --------------------------------------------------------------------

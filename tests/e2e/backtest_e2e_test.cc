@@ -62,8 +62,10 @@ std::vector<ScenarioCase> cases() {
       {"demo.yaml",
        {{"GpuDataStarved", "2", 11}, {"GpuClockStraggler", "5", 15}, {"GpuStraggler", "2", 16},
         {"GpuTemperatureHigh", "6", 25}, {"GpuEccDoubleBitErrors", "1", 29}, {"GpuXidFallenOffBus", "1", 30},
-        {"GpuThermalThrottling", "6", 30}, {"GpuTemperatureCritical", "6", 31}, {"GpuMemoryLeak", "3", 35},
-        {"GpuClockStraggler", "6", 48}}},
+        {"GpuThermalThrottling", "6", 30}, {"GpuTemperatureCritical", "6", 31}, {"GpuClockStraggler", "6", 48},
+        // The leak (150 MiB/min from 5m) needs an hour of growth, then `for: 30m`.
+        {"GpuMemoryLeak", "3", 90}, {"GpuMemoryNearlyFull", "3", 92}},
+       "2h"},
       {"golden.yaml", {{"GpuDataStarved", "2", 11}, {"GpuStraggler", "2", 16}}},
       // Healthy or not an alerting matter: nothing fires.
       {"driver_r535.yaml", {}},
@@ -122,6 +124,26 @@ TEST(Backtest, EveryScenarioHasACase) {
     if (entry.path().extension() != ".yaml") continue;
     EXPECT_TRUE(covered.contains(entry.path().filename().string())) << entry.path() << " has no backtest case";
   }
+}
+
+// The scenario's process allocates 20 GiB at 30 s and leaks 200 MiB/min on GPU 0; GPU 1's rank stays
+// flat. The job's start is no leak: no event on GPU 1, and the rate in every event on GPU 0 (pending
+// included) is the leak's, never the slope of the start (it read 2214 MiB/min, and GPU 1 went pending
+// at 5m, when the rule had less than an hour of history).
+TEST(Backtest, MemoryLeakIsReportedAtTheScenariosRateAndNotForAJobStart) {
+  auto r = run_command({kExe, "backtest", "--scenario", scenario("memory_leak.yaml"), "--duration", "2h", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json report = json::parse(r.out);
+  int on_gpu0 = 0;
+  for (const json& e : report["events"]) {
+    if (e["alertname"] != "GpuMemoryLeak") continue;
+    EXPECT_EQ(e["labels"]["gpu"], "0") << e.dump();
+    if (e["state"] == "inactive" || e["state"] == "resolved") continue;
+    ++on_gpu0;
+    EXPECT_EQ(e["annotations"]["summary"], "GPU 0 on leak-h100-01 memory grows 200 MiB/min and will run out within 4 hours")
+        << "at " << e["offset_seconds"] << " s";
+  }
+  EXPECT_EQ(on_gpu0, 2);  // pending, then firing
 }
 
 TEST(Backtest, TableOutputAndErrors) {

@@ -24,17 +24,17 @@ using nlohmann::json;
 constexpr int kKills = 20;
 constexpr double kFlushInterval = 1.0;  // --flush-interval, seconds
 constexpr double kInterval = 0.1;       // --interval, seconds
+// What a kill may cost beyond one flush interval: the reading in flight, and the flush the kill
+// interrupted (its transaction is rolled back), with room for a test machine busy with other tests.
+constexpr double kKillSlack = 2 * kInterval + 0.5;
+
+double unix_seconds_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 json api(int port, const std::string& path) {
   auto r = http_get(port, path);
   return json::parse(r.body, nullptr, false);
-}
-
-// The time of GPU 0's newest temperature sample the agent holds, or -1.
-double newest_sample(int port) {
-  auto j = api(port, "/api/v1/query?query=" + url_encode("timestamp(DCGM_FI_DEV_GPU_TEMP{gpu=\"0\"})"));
-  if (!j.is_object() || j["data"]["result"].empty()) return -1;
-  return std::stod(j["data"]["result"][0]["value"][1].get<std::string>());
 }
 
 // activeAt of the firing AlwaysFiring alert, or "".
@@ -65,11 +65,13 @@ TEST(CrashE2e, TwentyKill9sAtRandomPointsLoseAtMostAFlushIntervalEachAndNothingT
                                       "--rules", rules};
   std::mt19937 random(20261125);  // fixed: a failure can be replayed
   std::uniform_int_distribution<int> delay_ms(0, 1500);
-  std::vector<double> newest_before_kill;
+  std::vector<double> killed_at;  // the wall time of each kill (the simulator's readings use it too)
+  std::vector<double> ready_at;   // when that run's agent answered /healthz, i.e. had its first reading
   std::string active_at;
   for (int run = 0; run <= kKills; ++run) {
     Agent agent(args, live_env());
     ASSERT_TRUE(agent.ready()) << "restart " << run << " failed:\n" << agent.process->output();
+    ready_at.push_back(unix_seconds_now());
     EXPECT_EQ(agent.process->output().find("damaged"), std::string::npos) << agent.process->output();
     if (run == 0) {
       // The alert fires at the first evaluation; from then on every run must carry the same one.
@@ -92,15 +94,15 @@ TEST(CrashE2e, TwentyKill9sAtRandomPointsLoseAtMostAFlushIntervalEachAndNothingT
       const auto give_up = std::chrono::steady_clock::now() + 5s;
       while (wal_state(dir) == before && std::chrono::steady_clock::now() < give_up) std::this_thread::sleep_for(50us);
     }
-    newest_before_kill.push_back(newest_sample(agent.port));
+    killed_at.push_back(unix_seconds_now());
     ::kill(agent.process->pid(), SIGKILL);
     agent.process->signal_and_wait(SIGKILL, 5s);
     ASSERT_FALSE(agent.process->running());
   }
 
-  // The last agent serves the whole history: every sample once, in order, and for each kill the newest
-  // sample it had then is at most one flush interval (and the reading then in flight) newer than what
-  // was kept.
+  // The last agent serves the whole history: every sample once, in order, and for each kill what was
+  // kept of that run reaches to within one flush interval (and kKillSlack) of the kill. (A run killed
+  // before its first flush keeps nothing: its loss is measured from its start, not from the run before.)
   Agent last(args, live_env());
   ASSERT_TRUE(last.ready()) << last.process->output();
   auto raw = api(last.port, "/api/v1/query?query=" + url_encode("DCGM_FI_DEV_GPU_TEMP{gpu=\"0\"}[1h]"));
@@ -109,15 +111,15 @@ TEST(CrashE2e, TwentyKill9sAtRandomPointsLoseAtMostAFlushIntervalEachAndNothingT
   for (const auto& v : raw["data"]["result"][0]["values"]) times.push_back(v[0].get<double>());
   ASSERT_FALSE(times.empty());
   for (std::size_t i = 1; i < times.size(); ++i) ASSERT_LT(times[i - 1], times[i]) << "sample " << i << " twice or out of order";
-  ASSERT_EQ(newest_before_kill.size(), static_cast<std::size_t>(kKills));
+  ASSERT_EQ(killed_at.size(), static_cast<std::size_t>(kKills));
   for (int k = 0; k < kKills; ++k) {
-    const double newest = newest_before_kill[static_cast<std::size_t>(k)];
-    ASSERT_GT(newest, 0) << "kill " << k;
-    double kept = -1;
+    const double kill = killed_at[static_cast<std::size_t>(k)];
+    double kept = ready_at[static_cast<std::size_t>(k)];
     for (double t : times) {
-      if (t <= newest + 1e-6) kept = t;
+      if (t <= kill) kept = std::max(kept, t);
     }
-    EXPECT_GE(kept, newest - kFlushInterval - 2 * kInterval) << "kill " << k << " lost more than a flush interval";
+    EXPECT_GE(kept, kill - kFlushInterval - kKillSlack)
+        << "kill " << k << (k % 2 == 0 ? " (random point)" : " (during a write)") << " lost " << kill - kept << " s";
   }
 }
 

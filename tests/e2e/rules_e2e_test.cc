@@ -180,6 +180,17 @@ TEST(RulesE2e, BadRuleFileStopsTheAgentAtStart) {
   auto missing = run_command({kExe, "--simulate", "serve", "--rules", dir.path.string() + "/none.yml"}, {}, 30);
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("none.yml: no such rule file or directory"), std::string::npos) << missing.err;
+  // An empty directory started the agent with an info log ("rules loaded groups=0"): nothing would
+  // ever be evaluated.
+  std::filesystem::create_directories(dir.path / "empty");
+  auto empty = run_command({kExe, "--simulate", "serve", "--listen", "127.0.0.1:0", "--data-dir",
+                            dir.path.string() + "/d", "--rules", (dir.path / "empty").string()},
+                           {}, 30);
+  EXPECT_EQ(empty.exit_code, 2) << empty.out << empty.err;
+  EXPECT_NE(empty.err.find("gpuscope: --rules " + (dir.path / "empty").string() +
+                           ": no rules found, nothing would be evaluated"),
+            std::string::npos)
+      << empty.err;
   auto no_history = run_command({kExe, "--simulate", "serve", "--rules", rules, "--no-history"}, {}, 30);
   EXPECT_EQ(no_history.exit_code, 2);
   EXPECT_NE(no_history.err.find("--rules needs the history"), std::string::npos) << no_history.err;

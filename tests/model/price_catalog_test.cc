@@ -120,6 +120,12 @@ TEST(PriceCatalog, ErrorsNameFileAndLine) {
   EXPECT_EQ(regex.find('\n'), std::string::npos);
   const std::string missing = error_of(PriceCatalog::load("/nonexistent/prices.yaml"));
   EXPECT_TRUE(missing.starts_with("/nonexistent/prices.yaml: cannot open")) << missing;
+  // A directory opens and then fails to read: it read as an empty file ("empty file (needs 'gpus')").
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  EXPECT_EQ(error_of(PriceCatalog::load(dir)), dir + ": cannot open (Is a directory)");
+  // yaml-cpp 0.7 says "bad file" for a document nested past its parser's limit.
+  EXPECT_EQ(bad("gpus: " + std::string(10000, '[') + "\n"),
+            "p.yaml:2: YAML: nested too deeply (more levels of lists and maps than the YAML parser allows)");
 }
 
 TEST(PriceCatalog, TierNamesRoundTrip) {

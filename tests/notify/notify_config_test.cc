@@ -334,6 +334,16 @@ TEST(NotifyConfigErrors, MissingFile) {
   auto config = load_notify_config("/nonexistent/notify.yml");
   ASSERT_FALSE(config.has_value());
   EXPECT_EQ(config.error()[0], "/nonexistent/notify.yml: cannot read: No such file or directory");
+  // A directory opens and then fails to read: it read as an empty file, a config of defaults.
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  auto directory = load_notify_config(dir);
+  ASSERT_FALSE(directory.has_value());
+  EXPECT_EQ(directory.error()[0], dir + ": cannot read: Is a directory");
+}
+
+TEST(NotifyConfigErrors, DeeplyNestedYamlSaysSo) {
+  EXPECT_EQ(only_error("route: " + std::string(10000, '{') + "\n"),
+            "notify.yml:2: yaml: nested too deeply (more levels of lists and maps than the YAML parser allows)");
 }
 
 }  // namespace

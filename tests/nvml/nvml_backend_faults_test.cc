@@ -149,6 +149,44 @@ TEST(NvmlBackendFaults, DriverNotLoadedFailsInitWithNvmlsText) {
   EXPECT_NE(b.error().message.find("Driver Not Loaded"), std::string::npos) << b.error().message;
 }
 
+// A mistake in the scenario or in a GPUSCOPE_SIM_* variable read as "NVML initialization failed:
+// Unknown Error: ..." (a driver failure, exit 1); it is the user's input, named as such.
+TEST(NvmlBackendFaults, ABadScenarioOrSimulatorVariableIsInputNotADriverFailure) {
+  BackendOptions o;
+  o.simulate = true;
+  o.library_path = GPUSCOPE_SIM_LIB;
+  const testing::ScenarioFile bad("gpus:\n  count: abc\n");
+  o.scenario = bad.path();
+  setenv("GPUSCOPE_SIM_TIME", "10", 1);
+  auto scenario_error = NvmlBackend::open(o);
+  ASSERT_FALSE(scenario_error);
+  EXPECT_EQ(scenario_error.error().kind, BackendErrorKind::kSimulatorInput);
+  EXPECT_EQ(scenario_error.error().message,
+            "scenario " + bad.path() + ":2: count must be a whole number, not 'abc'");
+
+  o.scenario = scenario("idle.yaml");
+  setenv("GPUSCOPE_SIM_TIME", "soon", 1);
+  auto time_error = NvmlBackend::open(o);
+  ASSERT_FALSE(time_error);
+  EXPECT_EQ(time_error.error().kind, BackendErrorKind::kSimulatorInput);
+  EXPECT_EQ(time_error.error().message, "environment variable GPUSCOPE_SIM_TIME: 'soon' is not a number of seconds");
+  setenv("GPUSCOPE_SIM_TIME", "10", 1);
+  setenv("GPUSCOPE_SIM_SEED", "-3", 1);
+  auto seed_error = NvmlBackend::open(o);
+  unsetenv("GPUSCOPE_SIM_SEED");
+  ASSERT_FALSE(seed_error);
+  EXPECT_EQ(seed_error.error().kind, BackendErrorKind::kSimulatorInput);
+  EXPECT_EQ(seed_error.error().message, "environment variable GPUSCOPE_SIM_SEED: '-3' is not a seed");
+
+  // After a good start, a failure of the simulated driver is a driver failure again.
+  ASSERT_TRUE(NvmlBackend::open(o));
+  o.scenario = scenario("driver_not_loaded.yaml");
+  auto driver = NvmlBackend::open(o);
+  unsetenv("GPUSCOPE_SIM_TIME");
+  ASSERT_FALSE(driver);
+  EXPECT_EQ(driver.error().kind, BackendErrorKind::kInitFailed);
+}
+
 TEST(NvmlBackendFaults, MixedNodeHasGpmOnlyOnHopper) {
   auto b = open_sim(scenario("mixed_a100.yaml"), 60);
   ASSERT_TRUE(b);

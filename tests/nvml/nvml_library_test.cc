@@ -23,6 +23,18 @@ TEST(NvmlLibrary, MissingLibraryNamesWhatWasSearchedAndSuggestsSimulate) {
   EXPECT_EQ(lib.error().message.find('\n'), std::string::npos) << "one line";
 }
 
+// GPUSCOPE_NVML_LIB=/nowhere said "NVML library not found ...; is the NVIDIA driver installed?": the
+// fix is the variable, so the error names it.
+TEST(NvmlLibrary, ALibraryNamedOnPurposeNamesWhatNamedIt) {
+  auto lib = NvmlLibrary::open({"/nonexistent/libnvidia-ml.so.1"}, "GPUSCOPE_NVML_LIB");
+  ASSERT_FALSE(lib.has_value());
+  EXPECT_EQ(lib.error().kind, BackendErrorKind::kLibraryNotFound);
+  EXPECT_EQ(lib.error().message,
+            "cannot load the NVML library named by GPUSCOPE_NVML_LIB (/nonexistent/libnvidia-ml.so.1: cannot open "
+            "shared object file: No such file or directory); fix the path, or use --simulate to run on a simulated "
+            "GPU node");
+}
+
 TEST(NvmlLibrary, ALibraryThatIsNotNvmlIsRejected) {
   auto lib = NvmlLibrary::open({"libm.so.6"});
   ASSERT_FALSE(lib.has_value());

@@ -193,5 +193,52 @@ TEST(RuleFile, ExpandsFilesDirectoriesAndGlobs) {
   fs::remove_all(dir);
 }
 
+// Rule unit tests sit beside their rules (rules/gpu.rules.test.yml): a directory's rule files leave
+// them out, so `--rules rules/` loads the pack and not its tests; its test files are only those.
+TEST(RuleFile, ADirectorysRuleFilesAreNotItsTests) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("gpuscope_rule_tests_dir_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  for (const char* name : {"a.yml", "a.test.yml", "b.test.yaml", "c.yaml"}) std::ofstream(dir / name) << "groups: []\n";
+  auto rules = rule_files_in(dir.string());
+  ASSERT_TRUE(rules) << rules.error();
+  EXPECT_EQ(*rules, (std::vector<std::string>{(dir / "a.yml").string(), (dir / "c.yaml").string()}));
+  auto tests = rule_test_files_in(dir.string());
+  ASSERT_TRUE(tests) << tests.error();
+  EXPECT_EQ(*tests, (std::vector<std::string>{(dir / "a.test.yml").string(), (dir / "b.test.yaml").string()}));
+  auto expanded = expand_rule_paths({dir.string()});
+  ASSERT_TRUE(expanded) << expanded.error();
+  EXPECT_EQ(*expanded, *rules);
+  // An empty directory is no error here: what zero rules means is the caller's to say.
+  fs::create_directories(dir / "empty");
+  auto empty = expand_rule_paths({(dir / "empty").string()});
+  ASSERT_TRUE(empty) << empty.error();
+  EXPECT_TRUE(empty->empty());
+  fs::remove_all(dir);
+}
+
+// A directory opens as a file and then fails to read (EISDIR); it read as an empty file: "0 rules".
+TEST(RuleFile, AFileThatCannotBeReadSaysWhy) {
+  const auto dir = std::filesystem::temp_directory_path();
+  auto as_file = load_rule_file(dir.string());
+  ASSERT_FALSE(as_file);
+  EXPECT_EQ(as_file.error().at(0), dir.string() + ": cannot be read: Is a directory");
+  auto missing = load_rule_file("/nonexistent/r.yml");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().at(0), "/nonexistent/r.yml: cannot be read: No such file or directory");
+}
+
+// yaml-cpp 0.7 reports a document nested past its parser's limit as "bad file".
+TEST(RuleFile, DeeplyNestedYamlSaysSo) {
+  auto deep = parse_rule_file(std::string(10000, '[') + "\n", "deep.yml");
+  ASSERT_FALSE(deep);
+  EXPECT_EQ(deep.error().at(0), "deep.yml: 2:1: nested too deeply (more levels of lists and maps than the YAML parser allows)");
+  std::string block = "groups:\n";
+  for (int i = 0; i < 3000; ++i) block += std::string(static_cast<std::size_t>(i) + 2, ' ') + "- \n";
+  auto deep_block = parse_rule_file(block, "block.yml");
+  ASSERT_FALSE(deep_block);
+  EXPECT_THAT(deep_block.error().at(0), HasSubstr("nested too deeply"));
+}
+
 }  // namespace
 }  // namespace gpuscope::rules

@@ -228,6 +228,8 @@ TEST(BadScenarios, InitFailsWithFileLineAndReason) {
       {"gpus:\n  count: 0\n  model: NVIDIA L4\n", {"", 2, "count 0 out of range"}},
       {"seed: 1\n", {"", 1, "needs 'gpus'"}},
       {"", {"", 1, "empty scenario"}},
+      // yaml-cpp 0.7 says "bad file" for a document nested past its parser's limit.
+      {"seed: " + std::string(10000, '[') + "\n", {"", 2, "YAML: nested too deeply"}},
       {"- just\n- a list\n", {"", 1, "must be a mapping"}},
       {"start: yesterday\ngpus: {count: 1, model: NVIDIA L4}\n", {"", 1, "bad time 'yesterday'"}},
       {"start: 1900-01-01T00:00:00Z\ngpus: {count: 1, model: NVIDIA L4}\n", {"", 1, "between 1970 and 2200"}},
@@ -251,6 +253,40 @@ TEST(BadScenarios, InitFailsWithFileLineAndReason) {
   EXPECT_STREQ(NVML(nvmlErrorString)(NVML_ERROR_UNKNOWN), "Unknown Error");
 }
 
+// A client of NVML's API sees only nvmlInit's code (and nvmlErrorString); one that knows the simulator
+// asks whose mistake it was: the scenario's, a GPUSCOPE_SIM_* variable's, or none (the driver's).
+TEST(BadScenarios, InitFailureTellsScenarioFromEnvironmentFromDriver) {
+  unsigned source = 0;
+  char message[512] = {};
+  const auto failure = [&] { return NVML(gpuscopeSimGetInitFailure)(&source, message, sizeof message); };
+  {
+    Session bad("gpus:\n  count: abc\n");
+    EXPECT_EQ(bad.init_result(), NVML_ERROR_UNKNOWN);
+    ASSERT_EQ(failure(), NVML_SUCCESS);
+    EXPECT_EQ(source, GPUSCOPE_SIM_INIT_FAILURE_SCENARIO);
+    EXPECT_EQ(std::string(message), bad.path() + ":2: count must be a whole number, not 'abc'");
+    char small[8];
+    EXPECT_EQ(NVML(gpuscopeSimGetInitFailure)(&source, small, sizeof small), NVML_ERROR_INSUFFICIENT_SIZE);
+    EXPECT_EQ(NVML(gpuscopeSimGetInitFailure)(nullptr, message, sizeof message), NVML_ERROR_INVALID_ARGUMENT);
+  }
+  setenv("GPUSCOPE_SIM_SCENARIO", scenario_path("idle").c_str(), 1);
+  setenv("GPUSCOPE_SIM_SEED", "x", 1);
+  EXPECT_EQ(NVML(nvmlInit_v2)(), NVML_ERROR_UNKNOWN);
+  unsetenv("GPUSCOPE_SIM_SEED");
+  unsetenv("GPUSCOPE_SIM_SCENARIO");
+  ASSERT_EQ(failure(), NVML_SUCCESS);
+  EXPECT_EQ(source, GPUSCOPE_SIM_INIT_FAILURE_ENVIRONMENT);
+  EXPECT_EQ(std::string(message), "GPUSCOPE_SIM_SEED: 'x' is not a seed");
+  {
+    Session no_driver("driver_not_loaded");
+    EXPECT_EQ(no_driver.init_result(), NVML_ERROR_DRIVER_NOT_LOADED);
+    EXPECT_EQ(failure(), NVML_ERROR_NOT_FOUND);
+  }
+  Session good("idle");
+  ASSERT_TRUE(good.ok());
+  EXPECT_EQ(failure(), NVML_ERROR_NOT_FOUND);
+}
+
 TEST(BadScenarios, MissingFileAndBadTimeVariable) {
   const BadLoad missing = [] {
     BadLoad out;
@@ -261,6 +297,14 @@ TEST(BadScenarios, MissingFileAndBadTimeVariable) {
   }();
   EXPECT_EQ(missing.result, NVML_ERROR_UNKNOWN);
   EXPECT_EQ(missing.error_string, "Unknown Error: /nonexistent/scenario.yaml: cannot open (No such file or directory)");
+  // A directory opens and then fails to read: it read as an empty file, "DIR:1: empty scenario".
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  const std::string directory = [&] {
+    Session s(dir);
+    EXPECT_EQ(s.init_result(), NVML_ERROR_UNKNOWN);
+    return std::string(NVML(nvmlErrorString)(NVML_ERROR_UNKNOWN));
+  }();
+  EXPECT_EQ(directory, "Unknown Error: " + dir + ": cannot open (Is a directory)");
 
   setenv("GPUSCOPE_SIM_SCENARIO", scenario_path("idle").c_str(), 1);
   setenv("GPUSCOPE_SIM_TIME", "soon", 1);
