@@ -38,6 +38,8 @@ namespace {
 
 constexpr auto kMinInterval = std::chrono::milliseconds(100);
 constexpr auto kMaxInterval = std::chrono::seconds(60);
+// --query.max-concurrency: each query may hold --query.max-samples; a thousand is already far past sane.
+constexpr long long kMaxQueryConcurrency = 1000;
 // SIGTERM must end the agent within 1 s; a sampler stuck in a driver call gets this long to return.
 constexpr auto kStopGrace = std::chrono::milliseconds(600);
 // The port opens after the first reading, so the first scrape and /healthz already see the GPUs; a
@@ -180,6 +182,13 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
                   "how often history is written to disk, 1s to 10m; at most this much is lost to a crash (default 60s)")
       ->type_name("DURATION");
   app->add_option("--query-timeout", query_timeout, "longest a PromQL query may run (default 2m)")->type_name("DURATION");
+  std::string max_samples = std::to_string(o.query_max_samples), max_concurrency = std::to_string(o.query_max_concurrency);
+  app->add_option("--query.max-samples", max_samples,
+                  "most samples one PromQL query may hold in memory at once, 16 bytes each (default 1000000)")
+      ->type_name("N");
+  app->add_option("--query.max-concurrency", max_concurrency,
+                  "PromQL queries (API and rules) evaluated at once; the others wait their turn (default 4)")
+      ->type_name("N");
   app->add_flag("--metrics-timestamps", o.metrics.timestamps,
                "write each GPU sample's reading time into /metrics, so Prometheus stores the agent's sample times "
                "(no staleness markers for them then, as Prometheus's rule for timestamped samples)");
@@ -224,6 +233,18 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
     return std::unexpected(usage(fmt::format("invalid value '{}' for --query-timeout (100ms to 1h)", query_timeout)));
   }
   o.query_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*qt);
+  auto qms = positive_integer(max_samples);
+  if (!qms || *qms < promql::kMinMaxSamples || *qms > promql::kMaxMaxSamples) {
+    return std::unexpected(usage(fmt::format("invalid value '{}' for --query.max-samples ({} to {})", max_samples,
+                                             promql::kMinMaxSamples, promql::kMaxMaxSamples)));
+  }
+  o.query_max_samples = static_cast<std::size_t>(*qms);
+  auto qmc = positive_integer(max_concurrency);
+  if (!qmc || *qmc > kMaxQueryConcurrency) {
+    return std::unexpected(usage(fmt::format("invalid value '{}' for --query.max-concurrency (1 to {})", max_concurrency,
+                                             kMaxQueryConcurrency)));
+  }
+  o.query_max_concurrency = static_cast<std::size_t>(*qmc);
   auto ei = parse_duration(evaluation_interval);
   if (!ei || *ei < std::chrono::seconds(1) || *ei > std::chrono::hours(1)) {
     return std::unexpected(
@@ -293,6 +314,12 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
   if (!options) return finish(options.error(), inv);
   const auto& o = *options;
   log::Logger log(inv.err, o.log_level);
+  // One limiter for the query API and the rules: one concurrency bound, and cancel_all() ends both.
+  promql::QueryLimiter query_limiter(o.query_max_concurrency);
+  promql::EngineOptions engine_options;
+  engine_options.timeout = o.query_timeout;
+  engine_options.max_samples = o.query_max_samples;
+  engine_options.limiter = &query_limiter;
 
   auto set = load_set(o, log);
   if (!set) return usage_error(inv.err, set.error());
@@ -310,7 +337,7 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
     for (const auto& [k, v] : o.external_labels) external.push_back({k, v});
     ro.external_labels = store::Labels(std::move(external));
     ro.external_url = o.external_url;
-    ro.engine.timeout = o.query_timeout;
+    ro.engine = engine_options;
     ro.engine.default_subquery_step_ms = o.evaluation_interval.count();
     std::size_t rule_count = 0;
     for (const auto& g : *groups) rule_count += g.rules.size();
@@ -459,7 +486,7 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
   routes.set_metric_set(*set);
   if (recorder) recorder->set_agent_status([&routes] { return routes.agent_status(); });
   http::QueryApiOptions api_options;
-  api_options.engine.timeout = o.query_timeout;
+  api_options.engine = engine_options;
   api_options.version = GPUSCOPE_VERSION;
   const store::Queryable& history = tsdb ? static_cast<const store::Queryable&>(*tsdb) : no_history;
   http::QueryApi api(history, api_options, unix_ms_now);

@@ -69,6 +69,10 @@ class QueryBudget;
 // next to an agent of ~16 MiB. It is a day of one metric for 8 GPUs read every second (691,200) with
 // room to spare; longer windows over every GPU need a larger --query.max-samples.
 inline constexpr std::size_t kDefaultMaxSamples = 1'000'000;
+// What --query.max-samples accepts: below a thousand not even 20 minutes of one GPU's readings at 1 s
+// fit (a typo, not a limit); above a billion one query could take 16 GB, more than a node can spare.
+inline constexpr long long kMinMaxSamples = 1000;
+inline constexpr long long kMaxMaxSamples = 1'000'000'000;
 // The default --query-timeout, as Prometheus's --query.timeout.
 inline constexpr std::chrono::milliseconds kDefaultQueryTimeout = std::chrono::minutes(2);
 
