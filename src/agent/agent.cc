@@ -44,6 +44,11 @@ std::expected<std::shared_ptr<const exporter::MetricSet>, std::string> load_metr
 std::expected<std::unique_ptr<Agent>, AgentError> Agent::load(AgentConfig config, log::Logger& log) {
   std::unique_ptr<Agent> agent(new Agent(std::move(config), log));
   const AgentConfig& c = agent->config_;
+  agent->query_limiter_ = std::make_unique<promql::QueryLimiter>(c.query_max_concurrency);
+  agent->engine_options_.timeout = c.query_timeout;
+  agent->engine_options_.max_samples = c.query_max_samples;
+  agent->engine_options_.limiter = agent->query_limiter_.get();
+  agent->engine_options_.clock = c.clock;
 
   auto set = load_metric_set(c.collectors_file, log);
   if (!set) return std::unexpected(config_error({set.error()}));
@@ -56,7 +61,7 @@ std::expected<std::unique_ptr<Agent>, AgentError> Agent::load(AgentConfig config
     ro.default_interval_ms = c.evaluation_interval.count();
     ro.external_labels = external_labels_of(c);
     ro.external_url = c.external_url;
-    ro.engine.timeout = c.query_timeout;
+    ro.engine = agent->engine_options_;
     ro.engine.default_subquery_step_ms = c.evaluation_interval.count();
     for (const std::string& e : groups->empty) log.warn(e);
     log.info("rules loaded",
@@ -114,7 +119,7 @@ std::expected<Agent::Started, AgentError> Agent::start(std::unique_ptr<nvml::Nvm
   routes_->set_metric_set(metric_set_);
   if (recorder_) recorder_->set_agent_status([this] { return routes_->agent_status(); });
   http::QueryApiOptions api_options;
-  api_options.engine.timeout = config_.query_timeout;
+  api_options.engine = engine_options_;
   api_options.version = config_.version;
   const store::Queryable& history = tsdb_ ? static_cast<const store::Queryable&>(*tsdb_) : no_history_;
   query_api_ = std::make_unique<http::QueryApi>(history, api_options, [this] { return clock_.unix_ms(); });
@@ -235,6 +240,9 @@ void Agent::reload() {
 bool Agent::stop() {
   if (!started_ || stopped_) return true;  // loaded only: nothing runs yet
   stopped_ = true;
+  // Queries still running end at their next check (Prometheus's "query was canceled"), so neither the
+  // HTTP server nor the rules loop waits for one.
+  query_limiter_->cancel_all();
   if (server_) server_->stop();
   if (rule_loop_) rule_loop_->stop();
   // Queued notifications (a resolve sent at the last evaluation) get a moment to go out.

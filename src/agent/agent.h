@@ -25,6 +25,8 @@
 #include "log/logger.h"
 #include "notify/notifier.h"
 #include "nvml/nvml_backend.h"
+#include "promql/engine.h"
+#include "promql/query_limiter.h"
 #include "rules/alert_state_file.h"
 #include "rules/rule_manager.h"
 #include "sampler/sampler.h"
@@ -87,6 +89,11 @@ class Agent {
   log::Logger& log_;
   bool started_ = false;
   bool stopped_ = false;
+
+  // One limiter for the query API and the rules: one concurrency bound, and cancel_all() at stop ends
+  // both (a long query never holds up a stop).
+  std::unique_ptr<promql::QueryLimiter> query_limiter_;
+  promql::EngineOptions engine_options_;
 
   // Loaded from files by load().
   std::shared_ptr<const exporter::MetricSet> metric_set_;

@@ -12,6 +12,8 @@
 #include "export/gpu_metrics.h"
 #include "model/clock.h"
 #include "model/price_catalog.h"
+#include "promql/engine.h"
+#include "promql/query_limiter.h"
 
 namespace gpuscope::agent {
 
@@ -31,7 +33,10 @@ struct AgentConfig {
   std::string data_dir;
   std::chrono::milliseconds retention = std::chrono::hours(24 * 15);
   std::chrono::milliseconds flush_interval = std::chrono::seconds(60);
-  std::chrono::milliseconds query_timeout = std::chrono::minutes(2);
+  // PromQL's limits, for the query API and the rules alike (as Prometheus's --query.* flags).
+  std::chrono::milliseconds query_timeout = promql::kDefaultQueryTimeout;
+  std::size_t query_max_samples = promql::kDefaultMaxSamples;
+  std::size_t query_max_concurrency = promql::QueryLimiter::kDefaultMaxConcurrency;
   // Prometheus rule files (files, directories, globs) evaluated against the history; groups without
   // an interval use evaluation_interval. External labels and URL are what templates see.
   std::vector<std::string> rule_specs;

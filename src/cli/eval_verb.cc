@@ -193,7 +193,20 @@ std::expected<EvalOptions, ParseExit> parse_eval_args(std::span<const std::strin
                   "give up on the answer after this long, 100ms to 1h (default 130s: the agent's default "
                   "--query-timeout, 2m, plus 10s)")
       ->type_name("DURATION");
+  std::string max_samples;
+  app->add_option("--query.max-samples", max_samples,
+                  "with --data-dir, most samples the query may hold in memory at once, as an agent's flag "
+                  "(default 1000000; with --url the agent's own applies)")
+      ->type_name("N");
   if (auto parsed = parse_arguments(*app, args); !parsed) return std::unexpected(parsed.error());
+  if (!max_samples.empty()) {
+    auto n = positive_integer(max_samples);
+    if (!n || *n < promql::kMinMaxSamples || *n > promql::kMaxMaxSamples) {
+      return std::unexpected(usage(fmt::format("invalid value '{}' for --query.max-samples ({} to {})", max_samples,
+                                               promql::kMinMaxSamples, promql::kMaxMaxSamples)));
+    }
+    o.max_samples = static_cast<std::size_t>(*n);
+  }
   auto to = parse_duration(timeout);
   if (!to || *to < std::chrono::milliseconds(100) || *to > std::chrono::hours(1)) {
     return std::unexpected(usage(fmt::format("invalid value '{}' for --timeout (100ms to 1h, e.g. 30s)", timeout)));
@@ -203,6 +216,9 @@ std::expected<EvalOptions, ParseExit> parse_eval_args(std::span<const std::strin
   if (!json) return std::unexpected(json.error());
   o.json = *json;
   if (o.url.empty() == o.data_dir.empty()) return std::unexpected(usage("eval needs exactly one of --url and --data-dir"));
+  if (!o.url.empty() && !max_samples.empty()) {
+    return std::unexpected(usage("--query.max-samples is for --data-dir; with --url the agent's own --query.max-samples applies"));
+  }
   const bool range = !start.empty() || !end.empty() || !step.empty();
   if (range) {
     if (!time.empty()) return std::unexpected(usage("--time is for an instant query; a range query takes --start, --end and --step"));
@@ -293,8 +309,10 @@ int run_eval(std::span<const std::string> args, const Invocation& inv) {
       inv.err << "gpuscope: --data-dir " << o.data_dir << ": " << tsdb.error() << '\n';
       return kExitRuntime;
     }
+    // The agent's limits (its defaults, or the flags given), so a query behaves here as it would there.
     promql::EngineOptions eo;
     eo.timeout = o.timeout;
+    eo.max_samples = o.max_samples;
     promql::Engine engine(eo);
     auto result = range ? engine.range(**tsdb, o.expr, *o.start_ms, *o.end_ms, *o.step_ms)
                         : engine.instant(**tsdb, o.expr, o.time_ms.value_or(now));

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli/invocation.h"
+#include "promql/engine.h"
 
 namespace gpuscope::cli {
 
@@ -22,6 +23,8 @@ struct EvalOptions {
   std::string data_dir;  // or read this data directory
   // How long the answer may take: curl's limit with --url, the engine's with --data-dir.
   std::chrono::milliseconds timeout{0};
+  // With --data-dir, the samples the query may hold at once (the agent's own limit applies to --url).
+  std::size_t max_samples = promql::kDefaultMaxSamples;
 };
 
 // --timeout's default: an agent's default --query-timeout (2m), plus a margin for connecting and

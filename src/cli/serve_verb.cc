@@ -22,6 +22,8 @@ namespace {
 
 constexpr auto kMinInterval = std::chrono::milliseconds(100);
 constexpr auto kMaxInterval = std::chrono::seconds(60);
+// --query.max-concurrency: each query may hold --query.max-samples; a thousand is already far past sane.
+constexpr long long kMaxQueryConcurrency = 1000;
 
 }  // namespace
 
@@ -103,6 +105,13 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
                   "how often history is written to disk, 1s to 10m; at most this much is lost to a crash (default 60s)")
       ->type_name("DURATION");
   app->add_option("--query-timeout", query_timeout, "longest a PromQL query may run (default 2m)")->type_name("DURATION");
+  std::string max_samples = std::to_string(o.query_max_samples), max_concurrency = std::to_string(o.query_max_concurrency);
+  app->add_option("--query.max-samples", max_samples,
+                  "most samples one PromQL query may hold in memory at once, 16 bytes each (default 1000000)")
+      ->type_name("N");
+  app->add_option("--query.max-concurrency", max_concurrency,
+                  "PromQL queries (API and rules) evaluated at once; the others wait their turn (default 4)")
+      ->type_name("N");
   app->add_flag("--metrics-timestamps", o.metrics.timestamps,
                "write each GPU sample's reading time into /metrics, so Prometheus stores the agent's sample times "
                "(no staleness markers for them then, as Prometheus's rule for timestamped samples)");
@@ -148,6 +157,18 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
     return std::unexpected(usage(fmt::format("invalid value '{}' for --query-timeout (100ms to 1h)", query_timeout)));
   }
   o.query_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*qt);
+  auto qms = positive_integer(max_samples);
+  if (!qms || *qms < promql::kMinMaxSamples || *qms > promql::kMaxMaxSamples) {
+    return std::unexpected(usage(fmt::format("invalid value '{}' for --query.max-samples ({} to {})", max_samples,
+                                             promql::kMinMaxSamples, promql::kMaxMaxSamples)));
+  }
+  o.query_max_samples = static_cast<std::size_t>(*qms);
+  auto qmc = positive_integer(max_concurrency);
+  if (!qmc || *qmc > kMaxQueryConcurrency) {
+    return std::unexpected(usage(fmt::format("invalid value '{}' for --query.max-concurrency (1 to {})", max_concurrency,
+                                             kMaxQueryConcurrency)));
+  }
+  o.query_max_concurrency = static_cast<std::size_t>(*qmc);
   auto ei = parse_duration(evaluation_interval);
   if (!ei || *ei < std::chrono::seconds(1) || *ei > std::chrono::hours(1)) {
     return std::unexpected(

@@ -131,7 +131,7 @@ EvalMatrix eval_aggregation(Evaluator& ev, const AggregateExpr& a, const EvalMat
     groups[it->second].drop_name = groups[it->second].drop_name || input[s].drop_name;
     group_of[s] = it->second;
   }
-  OutputSeries out;
+  OutputSeries out(ev.budget());
   const bool by_series = a.op == AggregateOp::kTopk || a.op == AggregateOp::kBottomk || a.op == AggregateOp::kLimitk;
   std::vector<std::size_t> series_slot;
   if (by_series) {
@@ -150,6 +150,7 @@ EvalMatrix eval_aggregation(Evaluator& ev, const AggregateExpr& a, const EvalMat
   std::vector<std::vector<double>> values(groups.size());
   std::unordered_map<Labels, std::size_t, store::LabelsHash> value_slots;  // count_values
   for (std::size_t step = 0; step < ev.steps(); ++step) {
+    ev.budget().work(1 + input.size());
     const std::int64_t t = ev.start() + static_cast<std::int64_t>(step) * ev.interval();
     in.advance(t);
     double p = 0;

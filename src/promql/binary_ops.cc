@@ -100,7 +100,7 @@ EvalMatrix eval_vector_binary(Evaluator& ev, const BinaryExpr& b, const EvalMatr
   const auto lkeys = key_ids(lhs, m, ids, keys);
   const auto rkeys = key_ids(rhs, m, ids, keys);
   StepCursor lc(lhs), rc(rhs);
-  OutputSeries out;
+  OutputSeries out(ev.budget());
   const std::size_t steps = ev.steps();
 
   if (is_set_operator(b.op)) {
@@ -112,6 +112,7 @@ EvalMatrix eval_vector_binary(Evaluator& ev, const BinaryExpr& b, const EvalMatr
     }
     std::vector<char> seen(keys.size(), 0);
     for (std::size_t step = 0; step < steps; ++step) {
+      ev.budget().work(1 + lhs.size() + rhs.size());
       const std::int64_t t = ev.start() + static_cast<std::int64_t>(step) * ev.interval();
       lc.advance(t);
       rc.advance(t);
@@ -154,6 +155,7 @@ EvalMatrix eval_vector_binary(Evaluator& ev, const BinaryExpr& b, const EvalMatr
   std::vector<std::size_t> matched_at(keys.size(), kNone);  // one-to-one: the step a key last matched
   std::vector<std::size_t> slot_step;                          // many-to-one: the step a slot last got a value
   for (std::size_t step = 0; step < steps; ++step) {
+    ev.budget().work(1 + lhs.size() + rhs.size());
     const std::int64_t t = ev.start() + static_cast<std::int64_t>(step) * ev.interval();
     lc.advance(t);
     rc.advance(t);

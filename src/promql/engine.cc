@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <iterator>
+#include <optional>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "promql/evaluator.h"
 #include "promql/parser.h"
+#include "promql/query_limiter.h"
 
 namespace gpuscope::promql {
 
@@ -19,6 +21,7 @@ const char* error_type_name(QueryError::Kind kind) {
     case QueryError::Kind::kCanceled: return "canceled";
     case QueryError::Kind::kStorage: return "internal";
     case QueryError::Kind::kUnsupported: return "bad_data";
+    case QueryError::Kind::kTooManySamples: return "execution";
   }
   return "execution";
 }
@@ -103,8 +106,31 @@ std::expected<QueryResult, QueryError> Engine::evaluate(const store::Queryable& 
           fmt::format("invalid expression type \"{}\" for range query, must be Scalar or instant Vector", value_type_name(t))});
     }
   }
+  // The timeout runs from here: the wait for a slot counts toward it, as in Prometheus.
+  const model::Clock& clock = *options_.clock;
+  const model::Clock::SteadyTime deadline = clock.steady() + options_.timeout;
+  QueryLimiter* limiter = options_.limiter;
+  std::optional<QueryLimiter::Slot> slot;
+  if (limiter != nullptr) {
+    auto got = limiter->acquire(clock, deadline);
+    if (!got) {
+      limiter->count_outcome(&got.error());
+      return std::unexpected(std::move(got.error()));
+    }
+    slot.emplace(std::move(*got));
+  }
+  QueryBudget budget(options_, deadline, limiter != nullptr ? &limiter->canceled() : nullptr);
+  auto result = evaluate_within(data, expr, start_ms, end_ms, step_ms, instant, budget);
+  if (limiter != nullptr) limiter->count_outcome(result ? nullptr : &result.error());
+  return result;
+}
+
+std::expected<QueryResult, QueryError> Engine::evaluate_within(const store::Queryable& data, const Expr& expr,
+                                                               std::int64_t start_ms, std::int64_t end_ms,
+                                                               std::int64_t step_ms, bool instant,
+                                                               QueryBudget& budget) const {
   try {
-    Evaluator ev(data, options_, start_ms, end_ms, instant ? 1 : step_ms);
+    Evaluator ev(data, options_, budget, start_ms, end_ms, instant ? 1 : step_ms);
     QueryResult result;
     const ValueType type = expr.type();
     if (type == ValueType::kString) {

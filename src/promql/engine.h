@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <expected>
 #include <string>
@@ -10,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "model/clock.h"
 #include "promql/ast.h"
 #include "store/labels.h"
 #include "store/queryable.h"
@@ -45,8 +47,9 @@ using Value = std::variant<Scalar, String, Vector, Matrix>;
 
 struct QueryError {
   // Prometheus's API errorType values: bad_data (parse/type errors), execution, timeout, canceled;
-  // kUnsupported: valid PromQL that gpuscope does not evaluate (yet).
-  enum class Kind { kBadData, kExecution, kTimeout, kCanceled, kStorage, kUnsupported };
+  // kUnsupported: valid PromQL that gpuscope does not evaluate (yet); kTooManySamples: an execution
+  // error, told apart so the agent can count it.
+  enum class Kind { kBadData, kExecution, kTimeout, kCanceled, kStorage, kUnsupported, kTooManySamples };
   Kind kind = Kind::kExecution;
   std::string message;
 };
@@ -58,13 +61,41 @@ struct QueryResult {
   std::vector<std::string> infos;
 };
 
+class QueryLimiter;
+class QueryBudget;
+
+// --query.max-samples' default. Prometheus's 50M suits a server; a sample held by a query costs 16
+// bytes (time and value), so 1M keeps a query's samples to 16 MiB (about 32 MiB while a vector grows)
+// next to an agent of ~16 MiB. It is a day of one metric for 8 GPUs read every second (691,200) with
+// room to spare; longer windows over every GPU need a larger --query.max-samples.
+inline constexpr std::size_t kDefaultMaxSamples = 1'000'000;
+// What --query.max-samples accepts: below a thousand not even 20 minutes of one GPU's readings at 1 s
+// fit (a typo, not a limit); above a billion one query could take 16 GB, more than a node can spare.
+inline constexpr long long kMinMaxSamples = 1000;
+inline constexpr long long kMaxMaxSamples = 1'000'000'000;
+// The default --query-timeout, as Prometheus's --query.timeout.
+inline constexpr std::chrono::milliseconds kDefaultQueryTimeout = std::chrono::minutes(2);
+
 struct EngineOptions {
   std::int64_t lookback_delta_ms = 5 * 60 * 1000;
   std::int64_t default_subquery_step_ms = 60 * 1000;  // Prometheus: the global evaluation interval
-  std::size_t max_samples = 50'000'000;               // samples loaded at once, as --query.max-samples
-  std::chrono::milliseconds timeout{std::chrono::minutes(2)};
+  // Samples a query may hold in memory at once, as Prometheus counts them (samples read from the store
+  // plus points of intermediate results and subqueries), as --query.max-samples.
+  std::size_t max_samples = kDefaultMaxSamples;
+  // From the call into the engine: waiting for a limiter slot counts, as in Prometheus.
+  std::chrono::milliseconds timeout = kDefaultQueryTimeout;
   bool enable_experimental_functions = true;
+  // The deadline's clock: the system's, or a VirtualClock in tests.
+  const model::Clock* clock = &model::system_clock();
+  // Shared by every query of the agent (concurrency slots, cancel_all); null: no bound (one-off queries).
+  QueryLimiter* limiter = nullptr;
 };
+
+// Prometheus's error texts (promql/engine.go): the "in ..." part names where the query was.
+inline constexpr const char* kTooManySamplesMessage =
+    "query processing would load too many samples into memory in query execution";
+inline constexpr const char* kTimeoutMessage = "query timed out in expression evaluation";
+inline constexpr const char* kCanceledMessage = "query was canceled in expression evaluation";
 
 class Engine {
  public:
@@ -84,6 +115,10 @@ class Engine {
   const EngineOptions& options() const { return options_; }
 
  private:
+  std::expected<QueryResult, QueryError> evaluate_within(const store::Queryable& data, const Expr& expr,
+                                                         std::int64_t start_ms, std::int64_t end_ms,
+                                                         std::int64_t step_ms, bool instant, QueryBudget& budget) const;
+
   EngineOptions options_;
 };
 

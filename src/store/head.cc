@@ -290,14 +290,26 @@ std::expected<std::vector<SeriesSamples>, std::string> Head::select(std::span<co
                                                                     std::int64_t mint_ms,
                                                                     std::int64_t maxt_ms) const {
   std::vector<SeriesSamples> out;
+  auto ok = select_each(matchers, mint_ms, maxt_ms, {{}, [&out](SeriesSamples&& s) {
+                                                      out.push_back(std::move(s));
+                                                      return true;
+                                                    }});
+  if (!ok) return std::unexpected(std::move(ok.error()));
+  return out;
+}
+
+std::expected<void, std::string> Head::select_each(std::span<const LabelMatcher> matchers, std::int64_t mint_ms,
+                                                   std::int64_t maxt_ms, const SeriesVisitor& visitor) const {
   for (auto& sc : chunks_for(matchers, mint_ms, maxt_ms)) {
     SeriesSamples ss{std::move(sc.labels), {}};
     for (const auto& c : sc.chunks) {
       if (!decode_chunk(c->data(), c->samples(), mint_ms, maxt_ms, ss.samples)) count_damaged_chunk();
+      // Asked after each chunk: a reader over its limits stops within one chunk's samples.
+      if (visitor.progress && !visitor.progress(ss.samples.size())) return {};
     }
-    if (!ss.samples.empty()) out.push_back(std::move(ss));
+    if (!ss.samples.empty() && !visitor.each(std::move(ss))) return {};
   }
-  return out;
+  return {};
 }
 
 std::expected<std::vector<std::string>, std::string> Head::label_names(std::span<const LabelMatcher> matchers,

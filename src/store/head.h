@@ -125,6 +125,8 @@ class Head : public Queryable {
   std::expected<std::vector<SeriesSamples>, std::string> select(std::span<const LabelMatcher> matchers,
                                                                 std::int64_t mint_ms,
                                                                 std::int64_t maxt_ms) const override;
+  std::expected<void, std::string> select_each(std::span<const LabelMatcher> matchers, std::int64_t mint_ms,
+                                               std::int64_t maxt_ms, const SeriesVisitor& visitor) const override;
   std::expected<std::vector<std::string>, std::string> label_names(std::span<const LabelMatcher> matchers,
                                                                    std::int64_t mint_ms,
                                                                    std::int64_t maxt_ms) const override;

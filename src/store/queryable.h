@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <expected>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -36,6 +37,26 @@ class Queryable {
   virtual std::expected<std::vector<SeriesSamples>, std::string> select(std::span<const LabelMatcher> matchers,
                                                                         std::int64_t mint_ms,
                                                                         std::int64_t maxt_ms) const = 0;
+  // select() one series at a time, for a reader that bounds its memory and time (PromQL: its sample
+  // limit, its deadline, a cancel). `each` gets every matching series in label order and keeps what it
+  // needs of it; `progress` (may be empty) is told, after each chunk a store decodes, how many samples
+  // of the series being read are decoded so far. Either returning false stops the select (the caller
+  // knows why). A store that decodes chunks holds one series' samples at a time this way, not all.
+  struct SeriesVisitor {
+    std::function<bool(std::size_t decoded)> progress;
+    std::function<bool(SeriesSamples&& series)> each;
+  };
+  // This default, for stores that hold samples uncompressed anyway, selects them all first.
+  virtual std::expected<void, std::string> select_each(std::span<const LabelMatcher> matchers, std::int64_t mint_ms,
+                                                       std::int64_t maxt_ms, const SeriesVisitor& visitor) const {
+    auto all = select(matchers, mint_ms, maxt_ms);
+    if (!all) return std::unexpected(std::move(all.error()));
+    for (auto& s : *all) {
+      if (visitor.progress && !visitor.progress(s.samples.size())) return {};
+      if (!visitor.each(std::move(s))) return {};
+    }
+    return {};
+  }
   // Sorted, distinct label names / values of `name` over the series matching `matchers` (all series
   // when empty) that have samples in the range.
   virtual std::expected<std::vector<std::string>, std::string> label_names(std::span<const LabelMatcher> matchers,

@@ -130,6 +130,18 @@ std::expected<std::vector<SeriesSamples>, std::string> Tsdb::select(std::span<co
                                                                     std::int64_t mint_ms,
                                                                     std::int64_t maxt_ms) const {
   std::vector<SeriesSamples> out;
+  auto ok = select_each(matchers, mint_ms, maxt_ms, {{}, [&out](SeriesSamples&& s) {
+                                                      out.push_back(std::move(s));
+                                                      return true;
+                                                    }});
+  if (!ok) return std::unexpected(std::move(ok.error()));
+  return out;
+}
+
+std::expected<void, std::string> Tsdb::select_each(std::span<const LabelMatcher> matchers, std::int64_t mint_ms,
+                                                   std::int64_t maxt_ms, const SeriesVisitor& visitor) const {
+  // Asked after each chunk, so a reader over its limits stops within one chunk's samples.
+  const auto go_on = [&visitor](const SeriesSamples& ss) { return !visitor.progress || visitor.progress(ss.samples.size()); };
   for (auto& sc : head_.chunks_for(matchers, mint_ms, maxt_ms)) {
     SeriesSamples ss{std::move(sc.labels), {}};
     // Older samples than memory holds come from disk; both parts are in time order and disjoint.
@@ -145,16 +157,18 @@ std::expected<std::vector<SeriesSamples>, std::string> Tsdb::select(std::span<co
           skip_damaged(c.series_id, c.min_t,
                        fmt::format("chunk of series {} from {} to {}: {}", c.series_id, c.min_t, c.max_t, ok.error()));
         }
+        if (!go_on(ss)) return {};
       }
     }
     for (const auto& c : sc.chunks) {
       if (auto ok = decode_chunk(c->data(), c->samples(), mint_ms, maxt_ms, ss.samples); !ok) {
         skip_damaged(sc.id, c->first_time(), fmt::format("in-memory chunk of series {}: {}", sc.id, ok.error()));
       }
+      if (!go_on(ss)) return {};
     }
-    if (!ss.samples.empty()) out.push_back(std::move(ss));
+    if (!ss.samples.empty() && !visitor.each(std::move(ss))) return {};
   }
-  return out;
+  return {};
 }
 
 std::expected<std::vector<std::string>, std::string> Tsdb::label_names(std::span<const LabelMatcher> matchers,

@@ -15,6 +15,7 @@
 
 #include "cli/cli_runner.h"
 #include "cli/eval_verb.h"
+#include "store/tsdb.h"
 
 namespace gpuscope::cli {
 namespace {
@@ -100,6 +101,36 @@ TEST(EvalDataDir, AMissingOrEmptyDirectoryIsAnErrorAndNothingIsCreated) {
                        ": holds no history (no chunks.sqlite; is it the directory an agent's --data-dir names?)\n");
   EXPECT_EQ(r.out, "");
   EXPECT_TRUE(fs::is_empty(dir.path)) << "a read created a store";
+}
+
+TEST(EvalDataDir, GoesThroughTheAgentsSampleLimitWhichTheFlagSets) {
+  // 2,000 readings of one series, flushed as an agent would: a query holding all of them is over a
+  // --query.max-samples of 1000 and answers with the default limit.
+  TempDir dir;
+  const std::int64_t t0 = 1'700'000'000'000;
+  {
+    store::TsdbOptions so;
+    so.data_dir = dir.path.string();
+    auto db = store::Tsdb::open(std::move(so), t0);
+    ASSERT_TRUE(db) << db.error();
+    for (int i = 0; i < 2000; ++i) ASSERT_TRUE((*db)->append(store::Labels{{"__name__", "m"}}, t0 + i * 1000, i));
+    ASSERT_TRUE((*db)->flush(t0 + 2000 * 1000));
+  }
+  const std::string at = std::to_string((t0 + 1999 * 1000) / 1000);
+  auto r = testing::run_gpuscope({"eval", "count_over_time(m[1h])", "--data-dir", dir.path.string(), "--time", at,
+                                  "--query.max-samples", "1000"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "gpuscope: query processing would load too many samples into memory in query execution\n");
+  r = testing::run_gpuscope({"eval", "count_over_time(m[1h])", "--data-dir", dir.path.string(), "--time", at});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "{} => 2000 @[" + at + ".000]\n");
+
+  r = testing::run_gpuscope({"eval", "m", "--url", "http://127.0.0.1:1", "--query.max-samples", "1000"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "gpuscope: --query.max-samples is for --data-dir; with --url the agent's own --query.max-samples applies\n");
+  r = testing::run_gpuscope({"eval", "m", "--data-dir", dir.path.string(), "--query.max-samples", "10"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, "gpuscope: invalid value '10' for --query.max-samples (1000 to 1000000000)\n");
 }
 
 TEST(EvalUrl, AWebPageIsOneLineWithTheStatusAndAnEscapedExcerpt) {

@@ -46,6 +46,24 @@ TEST(ServeHistoryArgs, BadValuesAreOneLineErrors) {
             "invalid value '0s' for --query-timeout (100ms to 1h)");
 }
 
+TEST(ServeHistoryArgs, QueryLimitsDefaultsFormsAndErrors) {
+  auto d = parse_serve_args(std::vector<std::string>{});
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->query_timeout, std::chrono::minutes(2));
+  EXPECT_EQ(d->query_max_samples, 1'000'000u);
+  EXPECT_EQ(d->query_max_concurrency, 4u);
+  auto o = parse_serve_args(std::vector<std::string>{"--query.max-samples", "5000000", "--query.max-concurrency", "1"});
+  ASSERT_TRUE(o) << error_of(o);
+  EXPECT_EQ(o->query_max_samples, 5'000'000u);
+  EXPECT_EQ(o->query_max_concurrency, 1u);
+  EXPECT_EQ(error_of(parse_serve_args(std::vector<std::string>{"--query.max-samples", "999"})),
+            "invalid value '999' for --query.max-samples (1000 to 1000000000)");
+  EXPECT_EQ(error_of(parse_serve_args(std::vector<std::string>{"--query.max-samples", "50M"})),
+            "invalid value '50M' for --query.max-samples (1000 to 1000000000)");
+  EXPECT_EQ(error_of(parse_serve_args(std::vector<std::string>{"--query.max-concurrency", "0"})),
+            "invalid value '0' for --query.max-concurrency (1 to 1000)");
+}
+
 TEST(ServeHistoryArgs, DefaultDataDirFollowsSystemdThenTheUser) {
   setenv("STATE_DIRECTORY", "/var/lib/gpuscope:/var/lib/other", 1);
   EXPECT_EQ(default_data_dir(), "/var/lib/gpuscope");

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/clock.h"
+#include "promql/query_limiter.h"
 #include "store/series_set.h"
 
 namespace gpuscope::http {
@@ -258,6 +260,80 @@ TEST(QueryApiParams, TimesDurationsAndForms) {
   EXPECT_EQ(f[1].first, "match[]");
   EXPECT_EQ(f[1].second, "x{j=\"a b\"}");
   EXPECT_EQ(f[2].second, "");
+}
+
+// A store whose every read takes a (virtual) second.
+class SlowStore : public store::SeriesSet {
+ public:
+  explicit SlowStore(model::VirtualClock& clock) : clock_(clock) {}
+  std::expected<std::vector<store::SeriesSamples>, std::string> select(std::span<const store::LabelMatcher> matchers,
+                                                                       std::int64_t mint_ms,
+                                                                       std::int64_t maxt_ms) const override {
+    clock_.advance(std::chrono::seconds(1));
+    return SeriesSet::select(matchers, mint_ms, maxt_ms);
+  }
+
+ private:
+  model::VirtualClock& clock_;
+};
+
+class QueryApiLimitsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i <= 600; ++i) {
+      for (int gpu = 0; gpu < 8; ++gpu) {
+        data_.add(store::Labels{{"__name__", "DCGM_FI_DEV_GPU_TEMP"}, {"gpu", std::to_string(gpu)}}, kNow - 600'000 + i * 1000, 40);
+      }
+    }
+    options_.engine.clock = &clock_;
+    options_.engine.timeout = std::chrono::seconds(2);  // as --query-timeout 2s
+    options_.engine.limiter = &limiter_;
+  }
+  HttpResponse get(std::string path, std::vector<std::pair<std::string, std::string>> args) {
+    QueryApi api(data_, options_, [] { return kNow; });
+    return api.handle(HttpRequest("GET", path, {}, std::move(args)));
+  }
+
+  static constexpr std::int64_t kNow = 30LL * 24 * 3'600'000;
+  model::VirtualClock clock_;
+  SlowStore data_{clock_};
+  promql::QueryLimiter limiter_;
+  QueryApiOptions options_;
+};
+
+TEST_F(QueryApiLimitsTest, TheRequestsShorterTimeoutEndsTheQueryWithPrometheusTimeoutError) {
+  // Three reads of a second each: past the request's 1s after the second, within the flag's 2s never.
+  const std::string query = "DCGM_FI_DEV_GPU_TEMP + DCGM_FI_DEV_GPU_TEMP + DCGM_FI_DEV_GPU_TEMP";
+  auto r = get("/api/v1/query", {{"query", query}, {"timeout", "1s"}});
+  EXPECT_EQ(r.status, 503) << r.body;
+  auto b = json::parse(r.body);
+  EXPECT_EQ(b["status"], "error");
+  EXPECT_EQ(b["errorType"], "timeout");
+  EXPECT_EQ(b["error"], "query timed out in expression evaluation");
+  // The flag's timeout holds for a request asking for more.
+  EXPECT_EQ(get("/api/v1/query", {{"query", query}, {"timeout", "1h"}}).status, 503);
+  EXPECT_EQ(get("/api/v1/query", {{"query", "DCGM_FI_DEV_GPU_TEMP"}, {"timeout", "1h"}}).status, 200);
+  EXPECT_EQ(limiter_.stats().timed_out_total, 2u);
+}
+
+TEST_F(QueryApiLimitsTest, TheIssuesSubqueryIsRefusedAs422Execution) {
+  for (const char* query : {"count_over_time(DCGM_FI_DEV_GPU_TEMP[7d:1ms])", "{__name__=~\".+\"}[15d:1ms]"}) {
+    auto r = get("/api/v1/query", {{"query", query}});
+    EXPECT_EQ(r.status, 422) << query << ": " << r.body;
+    auto b = json::parse(r.body);
+    EXPECT_EQ(b["errorType"], "execution");
+    EXPECT_EQ(b["error"], "query processing would load too many samples into memory in query execution");
+  }
+  EXPECT_EQ(limiter_.stats().too_many_samples_total, 2u);
+}
+
+TEST_F(QueryApiLimitsTest, AfterCancelAllQueriesAre503Canceled) {
+  limiter_.cancel_all();
+  auto r = get("/api/v1/query_range", {{"query", "DCGM_FI_DEV_GPU_TEMP"}, {"start", "0"}, {"end", "60"}, {"step", "15"}});
+  EXPECT_EQ(r.status, 503) << r.body;
+  auto b = json::parse(r.body);
+  EXPECT_EQ(b["errorType"], "canceled");
+  EXPECT_EQ(b["error"], "query was canceled in query queue");
 }
 
 }  // namespace

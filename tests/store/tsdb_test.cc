@@ -173,6 +173,67 @@ TEST(Tsdb, AppliesRetentionAndReadsWhatLeftMemoryFromDisk) {
   expect_contiguous((*last_50m)[0], 0, end - 50 * kMinute, end, step);
 }
 
+TEST(Tsdb, SelectEachStreamsSeriesAndStopsWithinAChunkWhenTheReaderSaysSo) {
+  // What PromQL's sample limit and deadline rest on: a reader sees one series at a time, from disk and
+  // memory alike, and can stop a read long before all of it is decoded.
+  TempDir dir;
+  auto o = options_in(dir);
+  o.in_memory_ms = 10 * kMinute;
+  auto db = open_tsdb(o, kT0);
+  const std::int64_t step = 10 * 1000, end = kT0 + 180 * kMinute;
+  for (std::int64_t t = kT0; t <= end; t += step) {
+    db->append_reading(t, reading_of(2, t));
+    ASSERT_TRUE(db->flush_if_due(t));
+  }
+  ASSERT_TRUE(db->flush(end));
+  const std::size_t per_series = static_cast<std::size_t>((end - kT0) / step) + 1;
+
+  std::vector<std::string> seen;
+  std::size_t most_decoded = 0;
+  Queryable::SeriesVisitor all{[&](std::size_t decoded) {
+                                 most_decoded = std::max(most_decoded, decoded);
+                                 return true;
+                               },
+                               [&](SeriesSamples&& s) {
+                                 EXPECT_EQ(s.samples.size(), per_series);
+                                 seen.emplace_back(s.labels.get("gpu"));
+                                 return true;
+                               }};
+  ASSERT_TRUE(db->select_each({}, INT64_MIN, INT64_MAX, all));
+  EXPECT_EQ(seen, (std::vector<std::string>{"0", "1"}));
+  EXPECT_EQ(most_decoded, per_series) << "progress counts one series' samples, not all";
+
+  // Stopped at 200 samples: within one chunk (120 samples) past it, and no series is handed over.
+  std::size_t stopped_at = 0;
+  bool got_series = false;
+  Queryable::SeriesVisitor capped{[&](std::size_t decoded) {
+                                    stopped_at = decoded;
+                                    return decoded <= 200;
+                                  },
+                                  [&](SeriesSamples&&) {
+                                    got_series = true;
+                                    return true;
+                                  }};
+  ASSERT_TRUE(db->select_each({}, INT64_MIN, INT64_MAX, capped));
+  EXPECT_GT(stopped_at, 200u);
+  EXPECT_LE(stopped_at, 200u + 120u);
+  EXPECT_FALSE(got_series);
+
+  // A reader that has had enough after the first series stops the select there.
+  seen.clear();
+  Queryable::SeriesVisitor first_only{{}, [&](SeriesSamples&& s) {
+                                        seen.emplace_back(s.labels.get("gpu"));
+                                        return false;
+                                      }};
+  ASSERT_TRUE(db->select_each({}, INT64_MIN, INT64_MAX, first_only));
+  EXPECT_EQ(seen, std::vector<std::string>{"0"});
+  // select() still reads it all.
+  auto whole = db->select({}, INT64_MIN, INT64_MAX);
+  ASSERT_TRUE(whole);
+  ASSERT_EQ(whole->size(), 2u);
+  EXPECT_EQ((*whole)[1].samples.size(), per_series);
+}
+
 // Runs a writer process that continues the series from `from`, flushing every 10 s of its virtual
 // time, and kills it with SIGKILL after `flushes` flushes and `delay_us` more. Returns the time of the
 // last flush it reported.
