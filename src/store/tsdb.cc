@@ -195,7 +195,9 @@ std::expected<void, std::string> Tsdb::ensure_database() {
     std::filesystem::create_directories(options_.data_dir, ec);
     if (ec) return std::unexpected(fmt::format("cannot create data directory {}: {}", options_.data_dir.string(), ec.message()));
   }
-  // Reopened after any failure too: a fresh connection carries no state from a failed write.
+  // Reopened after any failed flush too: cheap, and a connection that met an I/O error inside a
+  // transaction is not trusted to carry on (SQLite does recover from ENOSPC by itself, which the
+  // full-disk test shows; an EIO cannot be produced in a test).
   auto db = ChunkDatabase::open(file_, options_.sqlite_vfs);
   if (!db) return std::unexpected(db.error());
   if (gone) {
