@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
 #include <thread>
 
@@ -238,6 +239,52 @@ TEST_F(TsdbFlusherTest, AFailingRetentionStepIsRetriedWithBackoffNotAtEveryReadi
   // 60 readings: attempts at 0, 1, 3, 7, 15, 31 s (not 60 of them).
   EXPECT_EQ(attempts, 6u);
   ASSERT_EQ(warnings_.size(), 1u) << "reported once";
+}
+
+// Appends, flushes and queries at once, as the sampler, the flusher and HTTP threads run them: the open
+// chunk grows and is sealed between a flush's snapshot and its marking, chunks leave memory while
+// queries hold them. Afterwards the disk holds every sample exactly once.
+TEST_F(TsdbFlusherTest, ConcurrentAppendsFlushesAndQueriesLoseAndRepeatNothing) {
+  auto o = options();
+  o.sqlite_vfs.clear();
+  o.in_memory_ms = 5 * kMinute;  // chunks leave memory during the run
+  auto opened = Tsdb::open(o, kT0);
+  ASSERT_TRUE(opened) << opened.error();
+  auto& db = **opened;
+  constexpr std::int64_t kEnd = kT0 + 40 * kMinute;
+  std::atomic<std::int64_t> appended_to{kT0};
+  std::atomic<bool> done{false};
+  std::thread sampler([&] {
+    for (std::int64_t t = kT0; t < kEnd; t += 1000) {
+      db.append_reading(t, reading_of(kSeries, t));
+      appended_to = t;
+    }
+    done = true;
+  });
+  std::thread queries([&] {
+    while (!done) {
+      auto r = db.select({}, kT0, kEnd);
+      ASSERT_TRUE(r) << r.error();
+      for (const auto& s : *r) {
+        for (std::size_t i = 1; i < s.samples.size(); ++i) ASSERT_LT(s.samples[i - 1].t_ms, s.samples[i].t_ms);
+      }
+      (void)db.stats();
+    }
+  });
+  int flushes = 0;
+  while (!done) {
+    auto r = db.flush(appended_to.load());
+    ASSERT_TRUE(r) << r.error();
+    ++flushes;
+  }
+  sampler.join();
+  queries.join();
+  ASSERT_TRUE(db.flush(kEnd));
+  EXPECT_GT(flushes, 1);
+  opened->reset();
+  auto reopened = open(kEnd + kMinute);
+  ASSERT_TRUE(reopened);
+  expect_all(*reopened, kT0, kEnd - 1000);
 }
 
 }  // namespace
