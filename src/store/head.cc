@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -89,8 +90,35 @@ std::expected<void, AppendError> Head::append_locked(Series& s, std::int64_t t_m
   return {};
 }
 
+namespace {
+
+// Counts an append waiting for (or holding) the head's lock, so flush walks step aside.
+class AppendTicket {
+ public:
+  explicit AppendTicket(std::atomic<int>& waiting) : waiting_(waiting) { waiting_.fetch_add(1, std::memory_order_relaxed); }
+  ~AppendTicket() { waiting_.fetch_sub(1, std::memory_order_relaxed); }
+  AppendTicket(const AppendTicket&) = delete;
+  AppendTicket& operator=(const AppendTicket&) = delete;
+
+ private:
+  std::atomic<int>& waiting_;
+};
+
+}  // namespace
+
+// An append takes tens of microseconds; this many yields is well past one, and bounds the wait where
+// appends come back to back (a backfill, a benchmark), so a flush is slowed there but never starved.
+constexpr int kMaxYieldsToAppends = 1000;
+
+void Head::let_appends_in() const {
+  for (int i = 0; i < kMaxYieldsToAppends && appends_waiting_.load(std::memory_order_relaxed) > 0; ++i) {
+    std::this_thread::yield();
+  }
+}
+
 std::expected<void, AppendError> Head::append(const Labels& labels, std::int64_t t_ms, double value) {
   if (labels.empty()) return std::unexpected(AppendError{AppendError::Reason::kNoLabels, "a series needs labels"});
+  AppendTicket ticket(appends_waiting_);
   std::unique_lock lock(mutex_);
   return append_locked(series_for(labels), t_ms, value);
 }
@@ -99,6 +127,7 @@ ReadingResult Head::append_reading(std::int64_t t_ms, std::span<const LabeledVal
   ReadingResult result;
   std::vector<Series*> present;
   present.reserve(values.size());
+  AppendTicket ticket(appends_waiting_);
   std::unique_lock lock(mutex_);
   const std::uint64_t reading = ++reading_;
   for (std::size_t i = 0; i < values.size(); ++i) {
@@ -181,6 +210,7 @@ std::vector<std::uint64_t> Head::series_ids() const {
 std::vector<UnpersistedChunk> Head::unpersisted_chunks() const {
   std::vector<UnpersistedChunk> out;
   for (const std::uint64_t id : series_ids()) {
+    let_appends_in();
     std::shared_lock lock(mutex_);
     auto it = by_id_.find(id);
     if (it == by_id_.end()) continue;
@@ -205,6 +235,7 @@ void Head::mark_persisted(std::span<const UnpersistedChunk> chunks) {
     const std::uint64_t id = chunks[begin].series_id;
     std::size_t end = begin;
     while (end < chunks.size() && chunks[end].series_id == id) ++end;
+    let_appends_in();
     std::unique_lock lock(mutex_);
     auto it = by_id_.find(id);
     if (it == by_id_.end()) {
@@ -241,6 +272,7 @@ void Head::mark_persisted(std::span<const UnpersistedChunk> chunks) {
 
 void Head::drop_persisted_before(std::int64_t min_t) {
   for (const std::uint64_t id : series_ids()) {
+    let_appends_in();
     std::unique_lock lock(mutex_);
     auto it = by_id_.find(id);
     if (it == by_id_.end()) continue;
@@ -259,6 +291,7 @@ void Head::drop_persisted_before(std::int64_t min_t) {
 std::size_t Head::drop_unpersisted_before(std::int64_t min_t) {
   std::size_t dropped = 0;
   for (const std::uint64_t id : series_ids()) {
+    let_appends_in();
     std::unique_lock lock(mutex_);
     auto it = by_id_.find(id);
     if (it == by_id_.end()) continue;

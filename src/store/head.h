@@ -184,6 +184,7 @@ class Head : public Queryable {
   void forget(Series& s);
 
   mutable std::shared_mutex mutex_;
+  mutable std::atomic<int> appends_waiting_{0};  // appends asking for mutex_ (see let_appends_in)
   std::unordered_map<std::uint64_t, std::unique_ptr<Series>> by_id_;
   std::unordered_set<Series*, SeriesLabelsHash, SeriesLabelsEqual> by_labels_;
   std::uint64_t next_id_ = 1;
@@ -193,6 +194,10 @@ class Head : public Queryable {
   std::vector<Series*> previous_reading_;
   // The ids of every series, taken under the lock, so a walk can then lock one series at a time.
   std::vector<std::uint64_t> series_ids() const;
+  // A flush's walk calls this before locking its next series. The lock (glibc's rwlock under
+  // std::shared_mutex) prefers readers, and a walk that unlocks and relocks at once would take it
+  // again before a woken append does, series after series: the append would wait for the whole walk.
+  void let_appends_in() const;
 
   std::uint64_t appended_ = 0, out_of_order_ = 0, duplicates_ = 0, stale_markers_ = 0;  // writer lock
   std::uint64_t unpersisted_dropped_ = 0;                                               // writer lock
