@@ -104,7 +104,7 @@ class Tsdb : public Queryable {
   // When the next flush is due: flush_interval_ms after the last success (or open), or a backoff
   // after a failure (kFlushRetryInitialMs, doubling up to max(flush_interval_ms, kFlushRetryMaxMs)).
   std::int64_t next_flush_ms() const { return next_flush_ms_.load(std::memory_order_relaxed); }
-  std::int64_t options_flush_interval_ms() const { return options_.flush_interval_ms; }
+  std::int64_t flush_interval_ms() const { return options_.flush_interval_ms; }
 
   TsdbStats stats() const;
   const Head& head() const { return head_; }

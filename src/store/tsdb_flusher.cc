@@ -28,7 +28,7 @@ void TsdbFlusher::start() {
 void TsdbFlusher::run() {
   // The longest a healthy schedule waits: a flush interval, or the longest backoff. A longer wait
   // means the calendar clock stepped back, and the flush is taken as due rather than put off.
-  const std::int64_t longest_wait_ms = std::max(tsdb_.options_flush_interval_ms(), kFlushRetryMaxMs);
+  const std::int64_t longest_wait_ms = std::max(tsdb_.flush_interval_ms(), kFlushRetryMaxMs);
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     const bool asked = requested_ > completed_;
