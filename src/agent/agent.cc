@@ -117,6 +117,7 @@ std::expected<Agent::Started, AgentError> Agent::start(std::unique_ptr<nvml::Nvm
   sampler_ = std::make_unique<sampler::Sampler>([this] { return read_and_record(); }, config_.interval, clock_);
   routes_ = std::make_unique<http::AgentRoutes>(*sampler_, backend_->gpus(), system_, metrics_, config_.version, clock_);
   routes_->set_metric_set(metric_set_);
+  routes_->set_status_extension([this](exporter::AgentStatus& status) { extend_status(status); });
   if (recorder_) recorder_->set_agent_status([this] { return routes_->agent_status(); });
   http::QueryApiOptions api_options;
   api_options.engine = engine_options_;
@@ -155,10 +156,16 @@ std::expected<void, AgentError> Agent::open_history() {
   auto lock = DataDirLock::acquire(config_.data_dir);
   if (!lock) return std::unexpected(runtime_error(fmt::format("--data-dir {}: {}", config_.data_dir, lock.error())));
   data_dir_lock_ = std::move(*lock);
-  so.warn = [this](std::string_view what) { log_.warn("history: damaged chunk skipped", {{"detail", std::string(what)}}); };
+  // The store reports each degraded mode (a damaged chunk, a full or read-only disk, its directory
+  // deleted) once as it starts, and once as it ends.
+  so.warn = [this](std::string_view what) { log_.warn("history", {{"detail", std::string(what)}}); };
+  so.info = [this](std::string_view what) { log_.info("history", {{"detail", std::string(what)}}); };
   auto opened = store::Tsdb::open(std::move(so), clock_.unix_ms());
   if (!opened) return std::unexpected(runtime_error(fmt::format("--data-dir {}: {}", config_.data_dir, opened.error())));
   tsdb_ = std::move(*opened);
+  // Readings only append to memory; this thread writes to disk, so a slow or stuck disk never delays one.
+  flusher_ = std::make_unique<store::TsdbFlusher>(*tsdb_, clock_);
+  flusher_->start();
   recorder_ = std::make_unique<HistoryRecorder>(*tsdb_, backend_->gpus(), system_, metrics_, log_, clock_);
   recorder_->set_metric_set(metric_set_);
   log_.info("history", {{"data_dir", config_.data_dir},
@@ -177,10 +184,33 @@ void Agent::start_rules() {
   }
   rule_loop_ = std::make_unique<RuleEvaluationLoop>(*rule_manager_, *tsdb_, alert_state_.get(), notifier_.get(),
                                                     clock_, log_);
-  routes_->set_status_extension([this](exporter::AgentStatus& status) {
+}
+
+void Agent::extend_status(exporter::AgentStatus& status) const {
+  if (rule_loop_) {
     if (auto groups = rule_loop_->status()) status.rule_groups = *groups;
-    if (notifier_) status.notifications = notification_status(notifier_->stats());
-  });
+  }
+  if (notifier_) status.notifications = notification_status(notifier_->stats());
+  if (tsdb_) {
+    const store::TsdbStats st = tsdb_->stats();
+    exporter::TsdbStatus t;
+    t.head_series = static_cast<double>(st.head.series);
+    t.head_samples_appended_total = st.head.samples_appended;
+    t.samples_rejected_out_of_order_total = st.head.out_of_order_rejected;
+    t.samples_rejected_duplicate_total = st.head.duplicates_rejected;
+    t.flushes_total = st.flushes;
+    t.flush_failures_total = st.flush_failures;
+    t.flush_duration_seconds_sum = st.flush_seconds_sum;
+    t.flush_duration_seconds_count = st.flush_seconds_count;
+    t.last_successful_flush_timestamp_seconds = static_cast<double>(st.last_flush_ms) / 1000.0;
+    t.chunks_corrupt_total = st.damaged_chunks_skipped;
+    t.unflushed_samples_dropped_total = st.head.unpersisted_samples_dropped;
+    t.databases_moved_aside_total = st.databases_moved_aside;
+    t.databases_recreated_total = st.databases_recreated;
+    t.disk_bytes = static_cast<double>(st.disk_bytes);
+    if (st.head.oldest_sample_ms) t.oldest_sample_timestamp_seconds = static_cast<double>(*st.head.oldest_sample_ms) / 1000.0;
+    status.tsdb = t;
+  }
 }
 
 std::expected<void, AgentError> Agent::start_http() {
@@ -247,17 +277,20 @@ bool Agent::stop() {
   if (rule_loop_) rule_loop_->stop();
   // Queued notifications (a resolve sent at the last evaluation) get a moment to go out.
   if (notifier_) notifier_->stop(std::chrono::seconds(2));
-  if (sampler_ && !sampler_->stop(kStopGrace)) {
-    // Joining would wait for the driver; the caller decides (the process exits without waiting).
-    log_.warn("a GPU reading is still inside an NVML call; exiting without waiting for it");
-    return false;
-  }
-  if (tsdb_) {
+  const bool sampler_ended = !sampler_ || sampler_->stop(kStopGrace);
+  // Joining a reading stuck in the driver would wait for the driver: the caller exits without waiting.
+  if (!sampler_ended) log_.warn("a GPU reading is still inside an NVML call; exiting without waiting for it");
+  if (flusher_) {
     // What is in memory goes to disk on a clean stop; a kill -9 loses at most one flush interval.
-    if (auto flushed = tsdb_->flush(clock_.unix_ms()); !flushed) log_.error("history: final flush failed", {{"err", flushed.error()}});
+    auto stopped = flusher_->stop(kFlushGrace);
+    if (!stopped.thread_exited) {
+      log_.warn("the history's last flush is still waiting for the disk; exiting without waiting for it");
+      return false;
+    }
+    if (!stopped.final_flush) log_.error("history: final flush failed", {{"err", stopped.final_flush.error()}});
   }
-  log_.info("stopped");
-  return true;
+  if (sampler_ended) log_.info("stopped");
+  return sampler_ended;
 }
 
 std::uint16_t Agent::port() const { return server_ ? server_->port() : 0; }

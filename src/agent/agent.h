@@ -32,6 +32,7 @@
 #include "sampler/sampler.h"
 #include "store/series_set.h"
 #include "store/tsdb.h"
+#include "store/tsdb_flusher.h"
 
 namespace gpuscope::agent {
 
@@ -51,8 +52,10 @@ class Agent {
   static constexpr std::chrono::seconds kFirstReadingWait{10};
   // How often the wait for the first reading asks whether to stop, so a stop still ends it within a second.
   static constexpr std::chrono::milliseconds kStopPoll{100};
-  // Stopping must end the agent within 1 s; a sampler stuck in a driver call gets this long to return.
+  // Stopping must end the agent within 1 s: a sampler stuck in a driver call gets this long to return,
+  // and the history's last flush this long on a stuck disk.
   static constexpr std::chrono::milliseconds kStopGrace{600};
+  static constexpr std::chrono::milliseconds kFlushGrace{300};
 
   // Reads what the config names (collectors file, rule files, notification config) before anything
   // starts: a bad file stops the agent with every problem listed. `log` must outlive the agent.
@@ -82,6 +85,8 @@ class Agent {
   std::expected<void, AgentError> open_history();
   void start_rules();
   std::expected<void, AgentError> start_http();
+  // What /metrics and the history add to the routes' own status: rule groups, notifications, the store.
+  void extend_status(exporter::AgentStatus& status) const;
   model::Snapshot read_and_record();
 
   const AgentConfig config_;
@@ -106,6 +111,7 @@ class Agent {
   exporter::GpuMetricsOptions metrics_;
   std::unique_ptr<DataDirLock> data_dir_lock_;  // with history
   std::unique_ptr<store::Tsdb> tsdb_;           // with history
+  std::unique_ptr<store::TsdbFlusher> flusher_;  // with history: writes it on a thread of its own
   std::unique_ptr<HistoryRecorder> recorder_;   // with history
   store::SeriesSet no_history_;                 // what the query API reads without history
   std::unique_ptr<GpuReader> reader_;

@@ -86,17 +86,6 @@ void HistoryRecorder::record(const model::Snapshot& snapshot) {
       log_.info("history: samples accepted again");
     }
   }
-  if (tsdb_ == nullptr) return;
-  auto flushed = tsdb_->flush_if_due(clock_.unix_ms());
-  if (flushed.has_value() == flush_failing_) {
-    flush_failing_ = !flushed.has_value();
-    if (flush_failing_) {
-      log_.error("history: writing to the data directory failed; samples stay in memory and the next flush retries",
-                 {{"err", flushed.error()}});
-    } else {
-      log_.info("history: writing to the data directory works again");
-    }
-  }
 }
 
 }  // namespace gpuscope::agent

@@ -35,7 +35,7 @@ class HistoryRecorder {
   // Where the agent's own series (sample age, collectors, process_*) come from; set before the
   // sampler starts. Without it only the GPU families are recorded.
   void set_agent_status(std::function<exporter::AgentStatus()> status) { agent_status_ = std::move(status); }
-  // Appends one reading (on the sampler thread) and flushes when a flush is due.
+  // Appends one reading to memory (on the sampler thread); a TsdbFlusher writes it to disk.
   void record(const model::Snapshot& snapshot);
 
  private:
@@ -51,7 +51,6 @@ class HistoryRecorder {
   std::vector<store::LabeledValue> values_;  // this reading's series and values, reused between readings
   std::vector<std::string> keys_;            // each one's exposition text (name, labels), to spot changes
   bool append_failing_ = false;
-  bool flush_failing_ = false;
 };
 
 }  // namespace gpuscope::agent

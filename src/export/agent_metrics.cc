@@ -10,6 +10,59 @@ using model::MetricType;
 
 bool is_gpm_field(FieldId id) { return id >= FieldId::kGrEngineActive && id <= FieldId::kNvlinkRxBytes; }
 
+// Named after Prometheus's own prometheus_tsdb_* series where one matches, so dashboards and alerts
+// written for a Prometheus carry over.
+void write_tsdb_metrics(ExpositionWriter& w, const TsdbStatus& t) {
+  auto one = [&](const char* name, MetricType type, const char* help, double value) {
+    w.family(name, type, help);
+    w.sample(name, {}, value);
+  };
+  one("gpuscope_tsdb_head_series", MetricType::kGauge, "Series in the history store's in-memory head.", t.head_series);
+  one("gpuscope_tsdb_head_samples_appended_total", MetricType::kCounter,
+      "Samples appended to the history store (staleness markers included).",
+      static_cast<double>(t.head_samples_appended_total));
+  w.family("gpuscope_tsdb_samples_rejected_total", MetricType::kCounter,
+           "Samples the history store refused: not after the series' last sample (out_of_order) or at the same "
+           "time (duplicate); a clock that stepped back.");
+  for (const auto& [reason, count] : {std::pair{"out_of_order", t.samples_rejected_out_of_order_total},
+                                      std::pair{"duplicate", t.samples_rejected_duplicate_total}}) {
+    LabelSet l;
+    l.add("reason", reason);
+    w.sample("gpuscope_tsdb_samples_rejected_total", l.text(), static_cast<double>(count));
+  }
+  one("gpuscope_tsdb_flushes_total", MetricType::kCounter, "Flushes of the history to the data directory that succeeded.",
+      static_cast<double>(t.flushes_total));
+  one("gpuscope_tsdb_flush_failures_total", MetricType::kCounter,
+      "Flushes of the history that failed (disk full, read-only, I/O error); the samples stay in memory and the "
+      "flush is retried with backoff.",
+      static_cast<double>(t.flush_failures_total));
+  w.family("gpuscope_tsdb_flush_duration_seconds", MetricType::kSummary,
+           "Time spent flushing the history to disk, failed flushes included.");
+  w.sample("gpuscope_tsdb_flush_duration_seconds_sum", {}, t.flush_duration_seconds_sum);
+  w.sample("gpuscope_tsdb_flush_duration_seconds_count", {}, static_cast<double>(t.flush_duration_seconds_count));
+  one("gpuscope_tsdb_last_successful_flush_timestamp_seconds", MetricType::kGauge,
+      "Unix time of the last successful flush of the history (the agent's start counts as one).",
+      t.last_successful_flush_timestamp_seconds);
+  one("gpuscope_tsdb_chunks_corrupt_total", MetricType::kCounter,
+      "Chunks of history skipped because they failed their CRC or did not decode, each counted once.",
+      static_cast<double>(t.chunks_corrupt_total));
+  one("gpuscope_tsdb_unflushed_samples_dropped_total", MetricType::kCounter,
+      "Samples dropped from memory without reaching disk because flushes failed for longer than memory keeps them.",
+      static_cast<double>(t.unflushed_samples_dropped_total));
+  one("gpuscope_tsdb_databases_moved_aside_total", MetricType::kCounter,
+      "History databases found damaged at start, moved aside (chunks.sqlite.corrupt-<ms>) and started anew.",
+      static_cast<double>(t.databases_moved_aside_total));
+  one("gpuscope_tsdb_databases_recreated_total", MetricType::kCounter,
+      "History databases deleted under the running agent and recreated with what memory held.",
+      static_cast<double>(t.databases_recreated_total));
+  one("gpuscope_tsdb_disk_bytes", MetricType::kGauge, "Size of the history database and its write-ahead log.", t.disk_bytes);
+  if (t.oldest_sample_timestamp_seconds) {
+    one("gpuscope_tsdb_oldest_sample_timestamp_seconds", MetricType::kGauge,
+        "Unix time of the oldest sample the history store holds, in memory or on disk.",
+        *t.oldest_sample_timestamp_seconds);
+  }
+}
+
 }  // namespace
 
 std::vector<CollectorResult> collector_results(const model::Snapshot& snapshot) {
@@ -149,6 +202,8 @@ void write_agent_metrics(ExpositionWriter& w, const AgentStatus& s) {
       }
     }
   }
+
+  if (s.tsdb) write_tsdb_metrics(w, *s.tsdb);
 
   w.family("gpuscope_build_info", MetricType::kGauge, "gpuscope's version; always 1.");
   LabelSet build;

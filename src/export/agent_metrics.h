@@ -59,6 +59,25 @@ struct NotificationStatus {
   std::vector<std::pair<std::string, std::uint64_t>> actions;
 };
 
+// The history store's health (serve with history), filled from store::TsdbStats at each scrape.
+struct TsdbStatus {
+  double head_series = 0;
+  std::uint64_t head_samples_appended_total = 0;
+  std::uint64_t samples_rejected_out_of_order_total = 0;
+  std::uint64_t samples_rejected_duplicate_total = 0;
+  std::uint64_t flushes_total = 0;           // successful
+  std::uint64_t flush_failures_total = 0;
+  double flush_duration_seconds_sum = 0;     // every flush, failed ones included
+  std::uint64_t flush_duration_seconds_count = 0;
+  double last_successful_flush_timestamp_seconds = 0;  // Unix time (the agent's start counts as one)
+  std::uint64_t chunks_corrupt_total = 0;
+  std::uint64_t unflushed_samples_dropped_total = 0;
+  std::uint64_t databases_moved_aside_total = 0;  // damaged at start
+  std::uint64_t databases_recreated_total = 0;    // deleted under the running agent
+  double disk_bytes = 0;
+  std::optional<double> oldest_sample_timestamp_seconds;  // absent while the store holds no sample
+};
+
 struct AgentStatus {
   std::optional<double> sample_age_seconds;  // absent before the first reading
   double sample_duration_seconds = 0;
@@ -72,6 +91,7 @@ struct AgentStatus {
   std::optional<ProcessUsage> process;
   std::vector<RuleGroupStatus> rule_groups;  // empty without --rules
   std::optional<NotificationStatus> notifications;  // absent without --config
+  std::optional<TsdbStatus> tsdb;                   // absent with --no-history
 };
 
 // Each collector's time and whether it read without an NVML error on every GPU that is up (a lost GPU

@@ -62,7 +62,9 @@ void append_value(std::string& out, double value) {
 void ExpositionWriter::family(std::string_view name, model::MetricType type, std::string_view help) {
   if (sink_ != nullptr) return;
   std::string_view family_name = name;
-  std::string_view type_name = type == model::MetricType::kCounter ? "counter" : "gauge";
+  std::string_view type_name = type == model::MetricType::kCounter ? "counter"
+                               : type == model::MetricType::kSummary ? "summary"
+                                                                     : "gauge";
   if (format_ == ExpositionFormat::kOpenMetrics && type == model::MetricType::kCounter) {
     if (name.ends_with("_total")) {
       family_name = name.substr(0, name.size() - 6);

@@ -11,7 +11,8 @@
 
 namespace gpuscope::model {
 
-enum class MetricType : std::uint8_t { kGauge, kCounter };
+// kSummary is for the agent's own series only (a count and a sum, without quantiles); no field is one.
+enum class MetricType : std::uint8_t { kGauge, kCounter, kSummary };
 
 // How nvidia-smi prints a value in CSV (units aside).
 enum class SmiFormat : std::uint8_t {

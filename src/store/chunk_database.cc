@@ -89,9 +89,10 @@ std::expected<void, std::string> exec(sqlite3* db, const char* sql) {
   return {};
 }
 
-std::expected<sqlite3*, std::string> open_connection(const std::filesystem::path& file, int flags) {
+std::expected<sqlite3*, std::string> open_connection(const std::filesystem::path& file, int flags,
+                                                     const std::string& vfs = {}) {
   sqlite3* db = nullptr;
-  if (sqlite3_open_v2(file.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
+  if (sqlite3_open_v2(file.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, vfs.empty() ? nullptr : vfs.c_str()) != SQLITE_OK) {
     std::string e = fmt::format("chunk database: cannot open {}: {}", file.string(),
                                 db ? sqlite3_errmsg(db) : "out of memory");
     sqlite3_close_v2(db);
@@ -139,8 +140,9 @@ std::uint32_t chunk_crc32(std::uint32_t samples, std::span<const std::uint8_t> d
   return static_cast<std::uint32_t>(crc);
 }
 
-std::expected<std::unique_ptr<ChunkDatabase>, std::string> ChunkDatabase::open(const std::filesystem::path& file) {
-  auto writer = open_connection(file, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+std::expected<std::unique_ptr<ChunkDatabase>, std::string> ChunkDatabase::open(const std::filesystem::path& file,
+                                                                                const std::string& vfs) {
+  auto writer = open_connection(file, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, vfs);
   if (!writer) return std::unexpected(writer.error());
   auto fail = [&](std::string e) {
     sqlite3_close_v2(*writer);
@@ -161,7 +163,7 @@ std::expected<std::unique_ptr<ChunkDatabase>, std::string> ChunkDatabase::open(c
   if (auto ok = exec(*writer, fmt::format("PRAGMA user_version={}", kSchemaVersion).c_str()); !ok) {
     return fail(ok.error());
   }
-  auto reader = open_connection(file, SQLITE_OPEN_READONLY);
+  auto reader = open_connection(file, SQLITE_OPEN_READONLY, vfs);
   if (!reader) return fail(reader.error());
   return std::unique_ptr<ChunkDatabase>(new ChunkDatabase(file, *writer, *reader));
 }
@@ -349,6 +351,24 @@ std::expected<void, std::string> ChunkDatabase::check_integrity() const {
   while (q.step() == SQLITE_ROW) result += (result.empty() ? "" : "; ") + q.text(0);
   if (result != "ok") return std::unexpected(fmt::format("chunk database: integrity check: {}", result));
   return {};
+}
+
+bool ChunkDatabase::is_damaged(const std::filesystem::path& file, const std::string& vfs) {
+  auto db = open_connection(file, SQLITE_OPEN_READONLY, vfs);
+  if (!db) return false;  // cannot be read at all: the disk or the directory, not the file's content
+  bool damaged = false;
+  {
+    Statement q(*db, "PRAGMA quick_check");
+    int rc = q.ok() ? q.step() : sqlite3_errcode(*db);
+    if (rc == SQLITE_ROW) {
+      damaged = q.text(0) != "ok";
+    } else {
+      const int primary = sqlite3_errcode(*db) & 0xff;
+      damaged = primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT;
+    }
+  }
+  sqlite3_close_v2(*db);
+  return damaged;
 }
 
 std::uint64_t ChunkDatabase::file_bytes() const {

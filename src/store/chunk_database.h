@@ -55,8 +55,10 @@ struct RetentionResult {
 
 class ChunkDatabase {
  public:
-  // Opens (creating when absent) the database file; its directory must exist.
-  static std::expected<std::unique_ptr<ChunkDatabase>, std::string> open(const std::filesystem::path& file);
+  // Opens (creating when absent) the database file; its directory must exist. `vfs` names a registered
+  // SQLite VFS (empty: the operating system's); tests pass one that blocks or fails writes.
+  static std::expected<std::unique_ptr<ChunkDatabase>, std::string> open(const std::filesystem::path& file,
+                                                                         const std::string& vfs = {});
   // Opens an existing database file for reading only (what `eval --data-dir` reads, perhaps while an
   // agent writes it): nothing is created or changed, and write() and delete_before() fail.
   static std::expected<std::unique_ptr<ChunkDatabase>, std::string> open_read_only(const std::filesystem::path& file);
@@ -78,6 +80,10 @@ class ChunkDatabase {
 
   // SQLite's own check of the file ("ok" as success).
   std::expected<void, std::string> check_integrity() const;
+  // Whether `file` is damaged as a database (not a database at all, or its pages malformed), as opposed
+  // to a disk or a directory that refuses access: a file that opens but fails SQLite's quick check.
+  // Reads the whole file; for when opening or loading it already failed.
+  static bool is_damaged(const std::filesystem::path& file, const std::string& vfs = {});
   // The database file plus its write-ahead log, in bytes.
   std::uint64_t file_bytes() const;
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -81,6 +82,7 @@ std::expected<void, AppendError> Head::append_locked(Series& s, std::int64_t t_m
     s.open_persisted_samples = 0;
   }
   s.open.append(t_ms, value);
+  ++appended_;
   if (!s.has_samples) s.first_t = t_ms;
   s.has_samples = true;
   s.last_t = t_ms;
@@ -88,8 +90,35 @@ std::expected<void, AppendError> Head::append_locked(Series& s, std::int64_t t_m
   return {};
 }
 
+namespace {
+
+// Counts an append waiting for (or holding) the head's lock, so flush walks step aside.
+class AppendTicket {
+ public:
+  explicit AppendTicket(std::atomic<int>& waiting) : waiting_(waiting) { waiting_.fetch_add(1, std::memory_order_relaxed); }
+  ~AppendTicket() { waiting_.fetch_sub(1, std::memory_order_relaxed); }
+  AppendTicket(const AppendTicket&) = delete;
+  AppendTicket& operator=(const AppendTicket&) = delete;
+
+ private:
+  std::atomic<int>& waiting_;
+};
+
+}  // namespace
+
+// An append takes tens of microseconds; this many yields is well past one, and bounds the wait where
+// appends come back to back (a backfill, a benchmark), so a flush is slowed there but never starved.
+constexpr int kMaxYieldsToAppends = 1000;
+
+void Head::let_appends_in() const {
+  for (int i = 0; i < kMaxYieldsToAppends && appends_waiting_.load(std::memory_order_relaxed) > 0; ++i) {
+    std::this_thread::yield();
+  }
+}
+
 std::expected<void, AppendError> Head::append(const Labels& labels, std::int64_t t_ms, double value) {
   if (labels.empty()) return std::unexpected(AppendError{AppendError::Reason::kNoLabels, "a series needs labels"});
+  AppendTicket ticket(appends_waiting_);
   std::unique_lock lock(mutex_);
   return append_locked(series_for(labels), t_ms, value);
 }
@@ -98,6 +127,7 @@ ReadingResult Head::append_reading(std::int64_t t_ms, std::span<const LabeledVal
   ReadingResult result;
   std::vector<Series*> present;
   present.reserve(values.size());
+  AppendTicket ticket(appends_waiting_);
   std::unique_lock lock(mutex_);
   const std::uint64_t reading = ++reading_;
   for (std::size_t i = 0; i < values.size(); ++i) {
@@ -169,57 +199,140 @@ void Head::restore(std::vector<RestoredSeries> restored) {
   }
 }
 
+std::vector<std::uint64_t> Head::series_ids() const {
+  std::vector<std::uint64_t> ids;
+  std::shared_lock lock(mutex_);
+  ids.reserve(by_id_.size());
+  for (const auto& [id, s] : by_id_) ids.push_back(id);
+  return ids;
+}
+
 std::vector<UnpersistedChunk> Head::unpersisted_chunks() const {
   std::vector<UnpersistedChunk> out;
-  std::shared_lock lock(mutex_);
-  for (const auto& [id, s] : by_id_) {
-    for (const auto& c : s->sealed) {
-      if (!c.persisted) out.push_back({id, s->labels, c.chunk, true});
+  for (const std::uint64_t id : series_ids()) {
+    let_appends_in();
+    std::shared_lock lock(mutex_);
+    auto it = by_id_.find(id);
+    if (it == by_id_.end()) continue;
+    const Series& s = *it->second;
+    std::shared_ptr<const Labels> labels;
+    auto add = [&](std::shared_ptr<const XorChunk> chunk, bool sealed) {
+      if (!labels) labels = std::make_shared<const Labels>(s.labels);
+      out.push_back({id, labels, std::move(chunk), sealed});
+    };
+    for (const auto& c : s.sealed) {
+      if (!c.persisted) add(c.chunk, true);
     }
-    if (s->open.samples() > s->open_persisted_samples) {
-      out.push_back({id, s->labels, std::make_shared<const XorChunk>(s->open), false});
-    }
+    if (s.open.samples() > s.open_persisted_samples) add(std::make_shared<const XorChunk>(s.open), false);
   }
   return out;
 }
 
 void Head::mark_persisted(std::span<const UnpersistedChunk> chunks) {
-  std::unique_lock lock(mutex_);
-  for (const auto& u : chunks) {
-    auto it = by_id_.find(u.series_id);
-    if (it == by_id_.end()) continue;
-    Series& s = *it->second;
-    if (u.sealed) {
-      for (auto& c : s.sealed) {
-        if (c.chunk == u.chunk) c.persisted = true;
-      }
+  // unpersisted_chunks() lists a series' chunks together: one lock and one pass per series.
+  std::unordered_set<const XorChunk*> sealed_written;
+  for (std::size_t begin = 0; begin < chunks.size();) {
+    const std::uint64_t id = chunks[begin].series_id;
+    std::size_t end = begin;
+    while (end < chunks.size() && chunks[end].series_id == id) ++end;
+    let_appends_in();
+    std::unique_lock lock(mutex_);
+    auto it = by_id_.find(id);
+    if (it == by_id_.end()) {
+      begin = end;
       continue;
     }
-    // The open chunk may have grown since the snapshot, or been sealed: what the snapshot held is in.
-    if (s.open.samples() > 0 && s.open.first_time() == u.chunk->first_time()) {
-      s.open_persisted_samples = std::max(s.open_persisted_samples, u.chunk->samples());
-    } else {
-      for (auto& c : s.sealed) {
-        if (c.chunk->first_time() == u.chunk->first_time() && c.chunk->samples() == u.chunk->samples()) {
-          c.persisted = true;
+    Series& s = *it->second;
+    sealed_written.clear();
+    for (std::size_t i = begin; i < end; ++i) {
+      const auto& u = chunks[i];
+      if (u.sealed) {
+        sealed_written.insert(u.chunk.get());
+        continue;
+      }
+      // The open chunk may have grown since the snapshot, or been sealed: what the snapshot held is in.
+      if (s.open.samples() > 0 && s.open.first_time() == u.chunk->first_time()) {
+        s.open_persisted_samples = std::max(s.open_persisted_samples, u.chunk->samples());
+      } else {
+        for (auto& c : s.sealed) {
+          if (c.chunk->first_time() == u.chunk->first_time() && c.chunk->samples() == u.chunk->samples()) {
+            c.persisted = true;
+          }
         }
       }
     }
+    if (!sealed_written.empty()) {
+      for (auto& c : s.sealed) {
+        if (sealed_written.contains(c.chunk.get())) c.persisted = true;
+      }
+    }
+    begin = end;
   }
 }
 
 void Head::drop_persisted_before(std::int64_t min_t) {
-  std::unique_lock lock(mutex_);
-  for (auto& [id, s] : by_id_) {
-    std::erase_if(s->sealed, [&](const SealedChunk& c) { return c.persisted && c.chunk->last_time() < min_t; });
+  for (const std::uint64_t id : series_ids()) {
+    let_appends_in();
+    std::unique_lock lock(mutex_);
+    auto it = by_id_.find(id);
+    if (it == by_id_.end()) continue;
+    Series& s = *it->second;
+    std::erase_if(s.sealed, [&](const SealedChunk& c) { return c.persisted && c.chunk->last_time() < min_t; });
     // An idle series' open chunk (an ended series) leaves memory too once it is all in the database;
     // the next sample, if any, starts a new chunk.
-    if (s->sealed.empty() && s->open.samples() > 0 && s->open.last_time() < min_t &&
-        s->open_persisted_samples == s->open.samples()) {
-      s->open = XorChunk();
-      s->open_persisted_samples = 0;
+    if (s.sealed.empty() && s.open.samples() > 0 && s.open.last_time() < min_t &&
+        s.open_persisted_samples == s.open.samples()) {
+      s.open = XorChunk();
+      s.open_persisted_samples = 0;
     }
   }
+}
+
+std::size_t Head::drop_unpersisted_before(std::int64_t min_t) {
+  std::size_t dropped = 0;
+  for (const std::uint64_t id : series_ids()) {
+    let_appends_in();
+    std::unique_lock lock(mutex_);
+    auto it = by_id_.find(id);
+    if (it == by_id_.end()) continue;
+    Series& s = *it->second;
+    // Sealed chunks are in time order: the old ones are a prefix.
+    std::size_t n = 0;
+    while (n < s.sealed.size() && s.sealed[n].chunk->last_time() < min_t) {
+      if (!s.sealed[n].persisted) dropped += s.sealed[n].chunk->samples();
+      ++n;
+    }
+    s.sealed.erase(s.sealed.begin(), s.sealed.begin() + static_cast<std::ptrdiff_t>(n));
+    if (s.sealed.empty() && s.open.samples() > 0 && s.open.last_time() < min_t) {
+      dropped += s.open.samples() - s.open_persisted_samples;
+      s.open = XorChunk();
+      s.open_persisted_samples = 0;
+    }
+  }
+  std::unique_lock lock(mutex_);
+  unpersisted_dropped_ += dropped;
+  return dropped;
+}
+
+std::size_t Head::forget_persisted() {
+  std::size_t samples = 0;
+  std::unique_lock lock(mutex_);
+  std::vector<Series*> empty;
+  for (auto& [id, s] : by_id_) {
+    for (auto& c : s->sealed) {
+      c.persisted = false;
+      samples += c.chunk->samples();
+    }
+    s->open_persisted_samples = 0;
+    samples += s->open.samples();
+    if (s->sealed.empty() && s->open.samples() == 0) {
+      empty.push_back(s.get());
+    } else {
+      s->first_t = s->memory_min_t();
+    }
+  }
+  for (Series* s : empty) forget(*s);
+  return samples;
 }
 
 void Head::forget(Series& s) {
@@ -232,9 +345,10 @@ std::size_t Head::forget_series_before(std::int64_t min_t) {
   std::unique_lock lock(mutex_);
   std::vector<Series*> old;
   for (auto& [id, s] : by_id_) {
+    if (!s->has_samples || s->last_t >= min_t) continue;  // the cheap test first: most series are live
     const bool all_persisted = s->open_persisted_samples == s->open.samples() &&
                                std::all_of(s->sealed.begin(), s->sealed.end(), [](const SealedChunk& c) { return c.persisted; });
-    if (s->has_samples && s->last_t < min_t && all_persisted) old.push_back(s.get());
+    if (all_persisted) old.push_back(s.get());
   }
   for (Series* s : old) forget(*s);
   return old.size();
@@ -277,8 +391,11 @@ HeadStats Head::stats() const {
       ++st.chunks;
     }
     st.label_bytes += s->label_bytes;
+    if (s->has_samples && (!st.oldest_sample_ms || s->first_t < *st.oldest_sample_ms)) st.oldest_sample_ms = s->first_t;
   }
   st.bytes_per_sample = st.samples > 0 ? static_cast<double>(st.chunk_bytes) / static_cast<double>(st.samples) : 0;
+  st.samples_appended = appended_;
+  st.unpersisted_samples_dropped = unpersisted_dropped_;
   st.out_of_order_rejected = out_of_order_;
   st.duplicates_rejected = duplicates_;
   st.stale_markers_written = stale_markers_;

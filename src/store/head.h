@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <expected>
 #include <memory>
+#include <optional>
 #include <shared_mutex>
 #include <span>
 #include <string>
@@ -50,10 +51,13 @@ struct HeadStats {
   std::size_t chunk_bytes = 0;  // compressed sample bytes in memory
   std::size_t label_bytes = 0;  // the series' labels, heap included
   double bytes_per_sample = 0;  // chunk_bytes / samples
+  std::uint64_t samples_appended = 0;  // since start, staleness markers included
   std::uint64_t out_of_order_rejected = 0;
   std::uint64_t duplicates_rejected = 0;
   std::uint64_t stale_markers_written = 0;
   std::uint64_t damaged_chunks_skipped = 0;  // in-memory chunks that failed to decode (a bug if ever > 0)
+  std::uint64_t unpersisted_samples_dropped = 0;  // never written to disk, dropped by drop_unpersisted_before
+  std::optional<std::int64_t> oldest_sample_ms;   // the oldest sample kept anywhere (memory or disk)
 };
 
 // One series' chunks as a reader sees them: immutable copies that stay valid whatever the writer does.
@@ -68,7 +72,7 @@ struct SeriesChunks {
 // A chunk not yet (fully) in the database, as flush collects it.
 struct UnpersistedChunk {
   std::uint64_t series_id;
-  Labels labels;
+  std::shared_ptr<const Labels> labels;  // one copy per series, shared by its chunks
   std::shared_ptr<const XorChunk> chunk;
   bool sealed;  // false: a snapshot of the open chunk, rewritten at every flush while it grows
 };
@@ -103,10 +107,20 @@ class Head : public Queryable {
   // restart it still gets its marker.
   void restore(std::vector<RestoredSeries> series);
 
-  // Flush support: every chunk whose samples are not all in the database yet, then, once they are,
-  // marking them so (the head may then drop them from memory).
+  // Flush support: every chunk whose samples are not all in the database yet (by series), then, once
+  // they are, marking them so (the head may then drop them from memory). Both take the lock one series
+  // at a time: a backlog of hours (a disk that failed) never keeps the sampler's append waiting for
+  // more than one series' worth of work.
   std::vector<UnpersistedChunk> unpersisted_chunks() const;
   void mark_persisted(std::span<const UnpersistedChunk> chunks);
+  // The database was lost (its file deleted, a new one started): every chunk memory holds is
+  // unpersisted again, each series' history now starts at its oldest chunk in memory, and series with
+  // nothing in memory are forgotten. Returns the samples memory holds (to be rewritten).
+  std::size_t forget_persisted();
+  // While flushes fail: drops chunks (persisted or not) whose samples are all before min_t, so memory
+  // stays bounded however long the disk is gone. Returns the unpersisted samples dropped (also counted
+  // in HeadStats).
+  std::size_t drop_unpersisted_before(std::int64_t min_t);
   // Drops from memory persisted chunks whose samples are all before min_t (a series keeps its identity
   // and last timestamp). Unpersisted chunks always stay.
   void drop_persisted_before(std::int64_t min_t);
@@ -172,6 +186,7 @@ class Head : public Queryable {
   void forget(Series& s);
 
   mutable std::shared_mutex mutex_;
+  mutable std::atomic<int> appends_waiting_{0};  // appends asking for mutex_ (see let_appends_in)
   std::unordered_map<std::uint64_t, std::unique_ptr<Series>> by_id_;
   std::unordered_set<Series*, SeriesLabelsHash, SeriesLabelsEqual> by_labels_;
   std::uint64_t next_id_ = 1;
@@ -179,7 +194,15 @@ class Head : public Queryable {
   // The series of the last reading, in its order: readings list the same series in the same order, so
   // the series at the same position is tried before the index (a label compare instead of a hash).
   std::vector<Series*> previous_reading_;
-  std::uint64_t out_of_order_ = 0, duplicates_ = 0, stale_markers_ = 0;  // writer lock
+  // The ids of every series, taken under the lock, so a walk can then lock one series at a time.
+  std::vector<std::uint64_t> series_ids() const;
+  // A flush's walk calls this before locking its next series. The lock (glibc's rwlock under
+  // std::shared_mutex) prefers readers, and a walk that unlocks and relocks at once would take it
+  // again before a woken append does, series after series: the append would wait for the whole walk.
+  void let_appends_in() const;
+
+  std::uint64_t appended_ = 0, out_of_order_ = 0, duplicates_ = 0, stale_markers_ = 0;  // writer lock
+  std::uint64_t unpersisted_dropped_ = 0;                                               // writer lock
   mutable std::atomic<std::uint64_t> damaged_chunks_skipped_{0};
 };
 

@@ -1,8 +1,12 @@
 #include "store/tsdb.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <map>
+#include <optional>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -28,18 +32,59 @@ std::expected<std::vector<Sample>, std::string> decode_record(const ChunkRecord&
   return samples;
 }
 
+// The file's (device, inode): a file deleted and created anew has another.
+std::optional<std::pair<std::uint64_t, std::uint64_t>> file_identity(const std::filesystem::path& file) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0) return std::nullopt;
+  return std::pair<std::uint64_t, std::uint64_t>{st.st_dev, st.st_ino};
+}
+
 }  // namespace
 
+Tsdb::Tsdb(TsdbOptions options, std::unique_ptr<ChunkDatabase> db, std::int64_t now_ms)
+    : options_(std::move(options)),
+      file_(options_.data_dir / kChunkDatabaseFileName),
+      db_(std::move(db)),
+      db_identity_(file_identity(file_).value_or(std::pair<std::uint64_t, std::uint64_t>{0, 0})),
+      last_flush_ms_(now_ms),
+      next_flush_ms_(now_ms + options_.flush_interval_ms) {}
+
 std::expected<std::unique_ptr<Tsdb>, std::string> Tsdb::open(TsdbOptions options, std::int64_t now_ms) {
+  auto loaded = open_and_load(options, now_ms);
+  if (loaded || options.read_only) return loaded;
+  // A file that is not a database, or whose pages are malformed, would keep the agent from starting
+  // on every restart: it is moved aside (kept for a person to look at) and a new one started. Any
+  // other failure (permissions, a newer schema, another agent's lock) stays an error.
+  const auto file = options.data_dir / kChunkDatabaseFileName;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec) || !ChunkDatabase::is_damaged(file, options.sqlite_vfs)) return loaded;
+  // Its log and index go with it, named so that the sqlite3 shell opens the three together.
+  const std::string aside = fmt::format("{}.corrupt-{}", file.string(), now_ms);
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    const std::filesystem::path from = file.string() + suffix;
+    if (!std::filesystem::exists(from, ec)) continue;
+    std::filesystem::rename(from, aside + suffix, ec);
+    if (ec) return std::unexpected(fmt::format("{}; moving it aside to {} failed: {}", loaded.error(), aside, ec.message()));
+  }
+  auto fresh = open_and_load(options, now_ms);
+  if (!fresh) return fresh;
+  (*fresh)->moved_aside_.store(1, std::memory_order_relaxed);
+  (*fresh)->warn(fmt::format("the database {} is damaged ({}); moved it aside to {} and started a new one: "
+                             "the history in it is no longer served",
+                             file.string(), loaded.error(), aside));
+  return fresh;
+}
+
+std::expected<std::unique_ptr<Tsdb>, std::string> Tsdb::open_and_load(const TsdbOptions& options, std::int64_t now_ms) {
   if (!options.read_only) {
     std::error_code ec;
     std::filesystem::create_directories(options.data_dir, ec);
     if (ec) return std::unexpected(fmt::format("cannot create data directory {}: {}", options.data_dir.string(), ec.message()));
   }
   const auto file = options.data_dir / kChunkDatabaseFileName;
-  auto db = options.read_only ? ChunkDatabase::open_read_only(file) : ChunkDatabase::open(file);
+  auto db = options.read_only ? ChunkDatabase::open_read_only(file) : ChunkDatabase::open(file, options.sqlite_vfs);
   if (!db) return std::unexpected(db.error());
-  std::unique_ptr<Tsdb> tsdb(new Tsdb(std::move(options), std::move(*db), now_ms));
+  std::unique_ptr<Tsdb> tsdb(new Tsdb(options, std::move(*db), now_ms));
 
   auto persisted = tsdb->db_->series();
   if (!persisted) return std::unexpected(persisted.error());
@@ -69,60 +114,157 @@ std::expected<std::unique_ptr<Tsdb>, std::string> Tsdb::open(TsdbOptions options
   return tsdb;
 }
 
+void Tsdb::warn(std::string_view what) const {
+  if (options_.warn) options_.warn(what);
+}
+
+void Tsdb::info(std::string_view what) const {
+  if (options_.info) options_.info(what);
+}
+
 void Tsdb::skip_damaged(std::uint64_t series_id, std::int64_t min_t, std::string_view what) const {
   {
     std::lock_guard lock(damaged_mutex_);
     if (!damaged_.emplace(series_id, min_t).second) return;
   }
   head_.count_damaged_chunk();
-  if (options_.warn) options_.warn(fmt::format("skipping a damaged chunk: {}", what));
+  warn(fmt::format("skipping a damaged chunk: {}", what));
+}
+
+std::shared_ptr<const ChunkDatabase> Tsdb::database() const {
+  std::lock_guard lock(db_mutex_);
+  return db_;
 }
 
 std::expected<FlushResult, std::string> Tsdb::flush(std::int64_t now_ms) {
   std::lock_guard lock(flush_mutex_);
+  // Real time, not the injected clock's: the figure says how long the disk took.
+  const auto started = std::chrono::steady_clock::now();
+  auto result = flush_locked(now_ms);
+  flush_ns_sum_.fetch_add(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                          std::chrono::steady_clock::now() - started)
+                                                          .count()),
+                          std::memory_order_relaxed);
+  if (result) {
+    flushes_.fetch_add(1, std::memory_order_relaxed);
+    last_flush_ms_.store(now_ms, std::memory_order_relaxed);
+    next_flush_ms_.store(now_ms + options_.flush_interval_ms, std::memory_order_relaxed);
+    retry_ms_ = kFlushRetryInitialMs;
+    dropping_ = false;
+    if (failing_.exchange(false)) {
+      info(fmt::format("flushing to {} works again, after {} failed attempts; every sample kept in memory is on disk",
+                       file_.string(), failures_in_a_row_));
+    }
+    failures_in_a_row_ = 0;
+    return result;
+  }
+  // Whatever failed (write or retention), the next attempt waits: a broken disk must not turn every
+  // reading into a flush attempt.
+  flush_failures_.fetch_add(1, std::memory_order_relaxed);
+  ++failures_in_a_row_;
+  reopen_ = true;
+  next_flush_ms_.store(now_ms + retry_ms_, std::memory_order_relaxed);
+  retry_ms_ = std::min(retry_ms_ * 2, std::max(options_.flush_interval_ms, kFlushRetryMaxMs));
+  if (!failing_.exchange(true)) {
+    warn(fmt::format("flushing to {} failed: {}; samples stay in memory (up to {} min) and flushes are retried "
+                     "with backoff",
+                     file_.string(), result.error(), options_.max_unpersisted_ms / 60000));
+  }
+  if (head_.drop_unpersisted_before(now_ms - options_.max_unpersisted_ms) > 0 && !dropping_) {
+    dropping_ = true;
+    warn(fmt::format("flushing has failed for over {} min: samples older than that are dropped from memory "
+                     "without reaching disk",
+                     options_.max_unpersisted_ms / 60000));
+  }
+  return result;
+}
+
+std::expected<void, std::string> Tsdb::ensure_database() {
+  const auto identity = file_identity(file_);
+  const bool gone = !identity;
+  if (!gone && *identity == db_identity_ && !reopen_) return {};
+  if (!gone && *identity != db_identity_) {
+    // Another file where ours was (a backup restored?): its series ids are not this head's, so
+    // writing into it would mix series. Loading it takes a restart.
+    return std::unexpected(fmt::format("the database {} was replaced under the running agent; restart the "
+                                       "agent to load it",
+                                       file_.string()));
+  }
+  if (gone) {
+    std::error_code ec;
+    std::filesystem::create_directories(options_.data_dir, ec);
+    if (ec) return std::unexpected(fmt::format("cannot create data directory {}: {}", options_.data_dir.string(), ec.message()));
+  }
+  // Reopened after any failed flush too: cheap, and a connection that met an I/O error inside a
+  // transaction is not trusted to carry on (SQLite does recover from ENOSPC by itself, which the
+  // full-disk test shows; an EIO cannot be produced in a test).
+  auto db = ChunkDatabase::open(file_, options_.sqlite_vfs);
+  if (!db) return std::unexpected(db.error());
+  if (gone) {
+    const std::size_t samples = head_.forget_persisted();
+    recreated_.fetch_add(1, std::memory_order_relaxed);
+    warn(fmt::format("the database {} was deleted under the running agent; started a new one and rewrite the {} "
+                     "samples memory holds (what was flushed before is gone)",
+                     file_.string(), samples));
+  }
+  {
+    std::lock_guard lock(db_mutex_);
+    db_ = std::shared_ptr<ChunkDatabase>(std::move(*db));
+  }
+  db_identity_ = file_identity(file_).value_or(std::pair<std::uint64_t, std::uint64_t>{0, 0});
+  reopen_ = false;
+  return {};
+}
+
+std::expected<FlushResult, std::string> Tsdb::flush_locked(std::int64_t now_ms) {
+  if (!options_.read_only) {
+    if (auto ok = ensure_database(); !ok) return std::unexpected(ok.error());
+  }
+  std::shared_ptr<ChunkDatabase> db;
+  {
+    std::lock_guard lock(db_mutex_);
+    db = db_;
+  }
   FlushResult result;
   const auto pending = head_.unpersisted_chunks();
   std::vector<ChunkToWrite> writes;
   writes.reserve(pending.size());
   for (const auto& u : pending) {
-    writes.push_back({u.series_id, &u.labels, u.chunk->first_time(), u.chunk->last_time(),
+    writes.push_back({u.series_id, u.labels.get(), u.chunk->first_time(), u.chunk->last_time(),
                       static_cast<std::uint32_t>(u.chunk->samples()), u.chunk->data()});
   }
-  if (auto ok = db_->write(writes); !ok) {
-    flush_failures_.fetch_add(1, std::memory_order_relaxed);
-    return std::unexpected(ok.error());
-  }
+  if (auto ok = db->write(writes); !ok) return std::unexpected(ok.error());
   head_.mark_persisted(pending);
   result.chunks_written = writes.size();
 
   const std::int64_t retention_min_t = now_ms - options_.retention_ms;
-  auto deleted = db_->delete_before(retention_min_t);
-  if (!deleted) {
-    // The new chunks are safe; retention simply runs again at the next flush.
-    flush_failures_.fetch_add(1, std::memory_order_relaxed);
-    return std::unexpected(deleted.error());
-  }
+  auto deleted = db->delete_before(retention_min_t);
+  // The new chunks are safe; retention runs again at the next attempt.
+  if (!deleted) return std::unexpected(fmt::format("retention: {}", deleted.error()));
   result.chunks_deleted = deleted->chunks_deleted;
   head_.drop_persisted_before(now_ms - options_.in_memory_ms);
   result.series_deleted = head_.forget_series_before(retention_min_t);
-  last_flush_ms_.store(now_ms, std::memory_order_relaxed);
-  flushes_.fetch_add(1, std::memory_order_relaxed);
   return result;
 }
 
 std::expected<FlushResult, std::string> Tsdb::flush_if_due(std::int64_t now_ms) {
-  if (now_ms - last_flush_ms_.load(std::memory_order_relaxed) < options_.flush_interval_ms) return FlushResult{};
+  if (now_ms < next_flush_ms_.load(std::memory_order_relaxed)) return FlushResult{};
   return flush(now_ms);
 }
 
 TsdbStats Tsdb::stats() const {
   TsdbStats st;
   st.head = head_.stats();
-  st.disk_bytes = db_->file_bytes();
+  st.disk_bytes = database()->file_bytes();
   st.damaged_chunks_skipped = st.head.damaged_chunks_skipped;
   st.flushes = flushes_.load(std::memory_order_relaxed);
   st.flush_failures = flush_failures_.load(std::memory_order_relaxed);
+  st.flush_seconds_sum = static_cast<double>(flush_ns_sum_.load(std::memory_order_relaxed)) * 1e-9;
+  st.flush_seconds_count = st.flushes + st.flush_failures;
   st.last_flush_ms = last_flush_ms_.load(std::memory_order_relaxed);
+  st.flush_failing = failing_.load(std::memory_order_relaxed);
+  st.databases_moved_aside = moved_aside_.load(std::memory_order_relaxed);
+  st.databases_recreated = recreated_.load(std::memory_order_relaxed);
   return st;
 }
 
@@ -142,11 +284,12 @@ std::expected<void, std::string> Tsdb::select_each(std::span<const LabelMatcher>
                                                    std::int64_t maxt_ms, const SeriesVisitor& visitor) const {
   // Asked after each chunk, so a reader over its limits stops within one chunk's samples.
   const auto go_on = [&visitor](const SeriesSamples& ss) { return !visitor.progress || visitor.progress(ss.samples.size()); };
+  const auto db = database();
   for (auto& sc : head_.chunks_for(matchers, mint_ms, maxt_ms)) {
     SeriesSamples ss{std::move(sc.labels), {}};
     // Older samples than memory holds come from disk; both parts are in time order and disjoint.
     if (mint_ms < sc.memory_min_t) {
-      auto read = db_->read(sc.id, mint_ms, std::min(maxt_ms, sc.memory_min_t - 1));
+      auto read = db->read(sc.id, mint_ms, std::min(maxt_ms, sc.memory_min_t - 1));
       if (!read) return std::unexpected(read.error());
       for (std::size_t i = 0; i < read->damaged.size(); ++i) {
         skip_damaged(read->damaged_keys[i].first, read->damaged_keys[i].second, read->damaged[i]);

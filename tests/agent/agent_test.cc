@@ -55,13 +55,19 @@ class AgentTest : public ::testing::Test {
     return path;
   }
 
-  // Waits until the agent's sampler waits on the clock, moves it, and waits until the sampler has taken
-  // the reading then due and waits again (only the sampler waits on the clock in these tests).
-  void tick(std::chrono::nanoseconds d) {
-    for (int i = 0; i < 10000 && clock_.waiters() == 0; ++i) std::this_thread::sleep_for(1ms);
-    const std::uint64_t begun = clock_.waits();
+  // A counter of the agent's own series in /metrics, or -1.
+  static double agent_counter(int port, const std::string& name) {
+    const std::string body = e2e::http_get(port, "/metrics").body;
+    const auto at = body.find("\n" + name + " ");
+    if (at == std::string::npos) return -1;
+    return std::stod(body.substr(at + name.size() + 2));
+  }
+
+  // Moves the clock and waits until the agent has taken the reading then due.
+  void tick(int port, std::chrono::nanoseconds d) {
+    const double before = agent_counter(port, "gpuscope_samples_total");
     clock_.advance(d);
-    for (int i = 0; i < 10000 && (clock_.waits() == begun || clock_.waiters() == 0); ++i) {
+    for (int i = 0; i < 10000 && agent_counter(port, "gpuscope_samples_total") <= before; ++i) {
       std::this_thread::sleep_for(1ms);
     }
   }
@@ -96,13 +102,20 @@ TEST_F(AgentTest, ReadsAtEachTickOfItsClockAndRecordsAtThatTime) {
   EXPECT_EQ(e2e::http_get(port, "/healthz").status, 200);
 
   const std::int64_t t0 = clock_.unix_ms();
-  for (int i = 0; i < 4; ++i) tick(1s);
+  for (int i = 0; i < 4; ++i) tick(port, 1s);
   // Five readings, each recorded at the agent's clock time (the simulator followed it).
   auto ts = query(port, "timestamp(DCGM_FI_DEV_GPU_TEMP%7Bgpu%3D%220%22%7D)");
   ASSERT_EQ(ts["data"]["result"].size(), 1u) << ts.dump();
   EXPECT_EQ(ts["data"]["result"][0]["value"][1], std::to_string((t0 + 4000) / 1000)) << ts.dump();
   auto counted = query(port, "count_over_time(DCGM_FI_DEV_GPU_TEMP%7Bgpu%3D%220%22%7D%5B1h%5D)");
   EXPECT_EQ(counted["data"]["result"][0]["value"][1], "5") << counted.dump();
+
+  // Flushes run on their own thread at the flush interval of the agent's clock, never at a reading.
+  EXPECT_EQ(agent_counter(port, "gpuscope_tsdb_flushes_total"), 0);
+  clock_.advance(config_.flush_interval);
+  for (int i = 0; i < 10000 && agent_counter(port, "gpuscope_tsdb_flushes_total") < 1; ++i) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(agent_counter(port, "gpuscope_tsdb_flushes_total"), 1);
+  EXPECT_GT(agent_counter(port, "gpuscope_tsdb_head_series"), 100);
 
   EXPECT_TRUE((*agent)->stop());
   EXPECT_EQ(e2e::http_get(port, "/metrics", {}, 1s).status, 0) << "the port is closed after stop";

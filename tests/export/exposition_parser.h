@@ -143,8 +143,8 @@ inline std::expected<ParsedExposition, std::string> parse_exposition(std::string
         return fail("TYPE does not follow its HELP");
       }
       const std::string type(rest.substr(sp + 1));
-      const std::set<std::string> types = openmetrics ? std::set<std::string>{"counter", "gauge", "unknown"}
-                                                      : std::set<std::string>{"counter", "gauge", "untyped"};
+      const std::set<std::string> types = openmetrics ? std::set<std::string>{"counter", "gauge", "summary", "unknown"}
+                                                      : std::set<std::string>{"counter", "gauge", "summary", "untyped"};
       if (!types.contains(type)) return fail("unexpected type");
       out.families.back().type = type;
       continue;
@@ -159,7 +159,9 @@ inline std::expected<ParsedExposition, std::string> parse_exposition(std::string
     while (i < line.size() && detail::is_name_char(line[i], i == 0)) ++i;
     s.name = std::string(line.substr(0, i));
     const std::string expected_name = openmetrics && fam.type == "counter" ? fam.name + "_total" : fam.name;
-    if (s.name != expected_name) return fail("sample name does not match its family " + fam.name);
+    // A summary's samples are its quantiles (the family's name), _sum and _count.
+    const bool summary_part = fam.type == "summary" && (s.name == fam.name + "_sum" || s.name == fam.name + "_count");
+    if (s.name != expected_name && !summary_part) return fail("sample name does not match its family " + fam.name);
     if (i < line.size() && line[i] == '{') {
       ++i;
       while (true) {

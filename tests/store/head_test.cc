@@ -236,5 +236,48 @@ TEST(Head, ReadersSeeConsistentSeriesWhileOneWriterAppends) {
   EXPECT_EQ(head.stats().samples, static_cast<std::size_t>(kSeries) * kReadings);  // 15 lost readings, 15 markers
 }
 
+// Flush support while the disk is broken: memory is bounded by age, and what is dropped without
+// reaching disk is counted (persisted chunks dropped with it are not).
+TEST(Head, DropsTheOldestChunksWhateverTheirStateAndCountsOnlyTheUnpersisted) {
+  Head head;
+  const Labels l = gpu_series("DCGM_FI_DEV_GPU_TEMP", 0);
+  for (int i = 0; i < 240; ++i) ASSERT_TRUE(head.append(l, kT0 + i * 1000, i));  // chunk 1 sealed, chunk 2 open
+  head.mark_persisted(head.unpersisted_chunks());
+  for (int i = 240; i < 600; ++i) ASSERT_TRUE(head.append(l, kT0 + i * 1000, i));  // chunks 3 to 5
+  EXPECT_EQ(head.stats().oldest_sample_ms, kT0);
+  // Chunks 1 and 2 (persisted) and 3 (not) end before 360 s; 4 and 5 stay.
+  EXPECT_EQ(head.drop_unpersisted_before(kT0 + 360 * 1000), 120u);
+  const auto st = head.stats();
+  EXPECT_EQ(st.samples, 240u);
+  EXPECT_EQ(st.unpersisted_samples_dropped, 120u);
+  EXPECT_EQ(st.samples_appended, 600u);
+  auto all = select_all(head);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].samples.front().t_ms, kT0 + 360 * 1000);
+  EXPECT_TRUE(head.append(l, kT0 + 600 * 1000, 600));  // the series goes on
+}
+
+// The database was lost: what memory holds is all there is, to be written again in full.
+TEST(Head, ForgetPersistedMakesEveryChunkUnpersistedAndForgetsSeriesWithNothingInMemory) {
+  Head head;
+  const Labels live = gpu_series("DCGM_FI_DEV_GPU_TEMP", 0), gone = gpu_series("DCGM_FI_DEV_GPU_TEMP", 1);
+  for (int i = 0; i < 130; ++i) {
+    ASSERT_TRUE(head.append(live, kT0 + i * 1000, i));
+    if (i < 10) {
+      ASSERT_TRUE(head.append(gone, kT0 + i * 1000, i));
+    }
+  }
+  head.mark_persisted(head.unpersisted_chunks());
+  head.drop_persisted_before(kT0 + 100 * 1000);  // `gone` leaves memory (persisted), `live` keeps its 2 chunks
+  EXPECT_TRUE(head.unpersisted_chunks().empty());
+  EXPECT_EQ(head.forget_persisted(), 130u);
+  EXPECT_EQ(head.stats().series, 1u);
+  const auto pending = head.unpersisted_chunks();
+  ASSERT_EQ(pending.size(), 2u);
+  EXPECT_TRUE(pending[0].sealed);
+  EXPECT_EQ(pending[0].chunk->samples() + pending[1].chunk->samples(), 130u);
+  EXPECT_EQ(pending[0].labels, pending[1].labels);  // one copy of the series' labels
+}
+
 }  // namespace
 }  // namespace gpuscope::store

@@ -80,7 +80,7 @@ TEST(Tsdb, ReadsBackEverythingFlushedAfterARestart) {
   auto gpus = db->label_values("gpu", {}, kT0, end);
   ASSERT_TRUE(gpus);
   EXPECT_EQ(*gpus, (std::vector<std::string>{"0", "1", "2"}));
-  EXPECT_TRUE(db->database().check_integrity());
+  EXPECT_TRUE(db->database()->check_integrity());
 }
 
 TEST(Tsdb, ContinuesLiveSeriesAfterARestartAndKeepsEndedOnesEnded) {
@@ -155,7 +155,7 @@ TEST(Tsdb, AppliesRetentionAndReadsWhatLeftMemoryFromDisk) {
   auto names = db->label_values("gpu", {}, INT64_MIN, INT64_MAX);
   ASSERT_TRUE(names);
   EXPECT_EQ(*names, std::vector<std::string>{"0"});
-  auto persisted = db->database().series();
+  auto persisted = db->database()->series();
   ASSERT_TRUE(persisted);
   EXPECT_EQ(persisted->size(), 1u);
   auto all = select_all(*db);
@@ -283,7 +283,7 @@ TEST(Tsdb, SurvivesKillNineDuringFlushes) {
     ASSERT_GE(flushed_at, next);
     auto db = open_tsdb(options_in(dir), flushed_at + 1000);
     ASSERT_TRUE(db);
-    EXPECT_TRUE(db->database().check_integrity());
+    EXPECT_TRUE(db->database()->check_integrity());
     auto all = select_all(*db);
     ASSERT_EQ(all.size(), static_cast<std::size_t>(kSeries));
     for (const auto& s : all) {
