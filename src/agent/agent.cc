@@ -160,6 +160,17 @@ std::expected<void, AgentError> Agent::open_history() {
   // deleted) once as it starts, and once as it ends.
   so.warn = [this](std::string_view what) { log_.warn("history", {{"detail", std::string(what)}}); };
   so.info = [this](std::string_view what) { log_.info("history", {{"detail", std::string(what)}}); };
+  // A data directory deleted under the agent took its lock file along: taken again in the new one, so
+  // a second agent still cannot start there.
+  so.directory_recreated = [this] {
+    auto relocked = DataDirLock::acquire(config_.data_dir);
+    if (!relocked) {
+      log_.warn("history: the data directory was made again but its lock could not be taken", {{"err", relocked.error()}});
+      return;
+    }
+    std::lock_guard lock(data_dir_lock_mutex_);
+    data_dir_lock_ = std::move(*relocked);
+  };
   auto opened = store::Tsdb::open(std::move(so), clock_.unix_ms());
   if (!opened) return std::unexpected(runtime_error(fmt::format("--data-dir {}: {}", config_.data_dir, opened.error())));
   tsdb_ = std::move(*opened);

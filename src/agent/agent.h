@@ -9,6 +9,7 @@
 #include <expected>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,7 @@ class Agent {
   std::unique_ptr<nvml::NvmlBackend> backend_;
   model::SystemInfo system_;
   exporter::GpuMetricsOptions metrics_;
+  std::mutex data_dir_lock_mutex_;              // the flusher takes the lock again after a deletion
   std::unique_ptr<DataDirLock> data_dir_lock_;  // with history
   std::unique_ptr<store::Tsdb> tsdb_;           // with history
   std::unique_ptr<store::TsdbFlusher> flusher_;  // with history: writes it on a thread of its own

@@ -194,6 +194,7 @@ std::expected<void, std::string> Tsdb::ensure_database() {
     std::error_code ec;
     std::filesystem::create_directories(options_.data_dir, ec);
     if (ec) return std::unexpected(fmt::format("cannot create data directory {}: {}", options_.data_dir.string(), ec.message()));
+    if (options_.directory_recreated) options_.directory_recreated();
   }
   // Reopened after any failed flush too: cheap, and a connection that met an I/O error inside a
   // transaction is not trusted to carry on (SQLite does recover from ENOSPC by itself, which the

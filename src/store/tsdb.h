@@ -49,6 +49,9 @@ struct TsdbOptions {
   std::function<void(std::string_view)> warn;
   // The matching recoveries: flushes work again.
   std::function<void(std::string_view)> info;
+  // Called (on the flushing thread) when the data directory was deleted under the store and made
+  // again, before the new database is written: whatever else lived there (the agent's lock) is gone.
+  std::function<void()> directory_recreated;
   // A registered SQLite VFS to open the database with (empty: the operating system's). Tests only.
   std::string sqlite_vfs;
 };
