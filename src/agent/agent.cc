@@ -203,7 +203,8 @@ void Agent::extend_status(exporter::AgentStatus& status) const {
   }
   if (notifier_) status.notifications = notification_status(notifier_->stats());
   if (tsdb_) {
-    const store::TsdbStats st = tsdb_->stats();
+    // At every reading and scrape: the counters, not a walk of every chunk in memory.
+    const store::TsdbStats st = tsdb_->stats(false);
     exporter::TsdbStatus t;
     t.head_series = static_cast<double>(st.head.series);
     t.head_samples_appended_total = st.head.samples_appended;

@@ -207,14 +207,20 @@ std::vector<std::uint64_t> Head::series_ids() const {
   return ids;
 }
 
-std::vector<UnpersistedChunk> Head::unpersisted_chunks() const {
-  std::vector<UnpersistedChunk> out;
+template <class Lock, class Visit>
+void Head::each_series_alone(Visit&& visit) const {
   for (const std::uint64_t id : series_ids()) {
     let_appends_in();
-    std::shared_lock lock(mutex_);
+    Lock lock(mutex_);
     auto it = by_id_.find(id);
     if (it == by_id_.end()) continue;
-    const Series& s = *it->second;
+    visit(id, *it->second);
+  }
+}
+
+std::vector<UnpersistedChunk> Head::unpersisted_chunks() const {
+  std::vector<UnpersistedChunk> out;
+  each_series_alone<std::shared_lock<std::shared_mutex>>([&](std::uint64_t id, const Series& s) {
     std::shared_ptr<const Labels> labels;
     auto add = [&](std::shared_ptr<const XorChunk> chunk, bool sealed) {
       if (!labels) labels = std::make_shared<const Labels>(s.labels);
@@ -224,7 +230,7 @@ std::vector<UnpersistedChunk> Head::unpersisted_chunks() const {
       if (!c.persisted) add(c.chunk, true);
     }
     if (s.open.samples() > s.open_persisted_samples) add(std::make_shared<const XorChunk>(s.open), false);
-  }
+  });
   return out;
 }
 
@@ -271,12 +277,7 @@ void Head::mark_persisted(std::span<const UnpersistedChunk> chunks) {
 }
 
 void Head::drop_persisted_before(std::int64_t min_t) {
-  for (const std::uint64_t id : series_ids()) {
-    let_appends_in();
-    std::unique_lock lock(mutex_);
-    auto it = by_id_.find(id);
-    if (it == by_id_.end()) continue;
-    Series& s = *it->second;
+  each_series_alone<std::unique_lock<std::shared_mutex>>([&](std::uint64_t, Series& s) {
     std::erase_if(s.sealed, [&](const SealedChunk& c) { return c.persisted && c.chunk->last_time() < min_t; });
     // An idle series' open chunk (an ended series) leaves memory too once it is all in the database;
     // the next sample, if any, starts a new chunk.
@@ -285,17 +286,12 @@ void Head::drop_persisted_before(std::int64_t min_t) {
       s.open = XorChunk();
       s.open_persisted_samples = 0;
     }
-  }
+  });
 }
 
 std::size_t Head::drop_unpersisted_before(std::int64_t min_t) {
   std::size_t dropped = 0;
-  for (const std::uint64_t id : series_ids()) {
-    let_appends_in();
-    std::unique_lock lock(mutex_);
-    auto it = by_id_.find(id);
-    if (it == by_id_.end()) continue;
-    Series& s = *it->second;
+  each_series_alone<std::unique_lock<std::shared_mutex>>([&](std::uint64_t, Series& s) {
     // Sealed chunks are in time order: the old ones are a prefix.
     std::size_t n = 0;
     while (n < s.sealed.size() && s.sealed[n].chunk->last_time() < min_t) {
@@ -308,7 +304,7 @@ std::size_t Head::drop_unpersisted_before(std::int64_t min_t) {
       s.open = XorChunk();
       s.open_persisted_samples = 0;
     }
-  }
+  });
   std::unique_lock lock(mutex_);
   unpersisted_dropped_ += dropped;
   return dropped;
@@ -375,11 +371,13 @@ std::vector<SeriesChunks> Head::chunks_for(std::span<const LabelMatcher> matcher
   return out;
 }
 
-HeadStats Head::stats() const {
+HeadStats Head::stats(bool count_chunks) const {
   HeadStats st;
   std::shared_lock lock(mutex_);
   st.series = by_id_.size();
   for (const auto& [id, s] : by_id_) {
+    if (s->has_samples && (!st.oldest_sample_ms || s->first_t < *st.oldest_sample_ms)) st.oldest_sample_ms = s->first_t;
+    if (!count_chunks) continue;
     for (const auto& c : s->sealed) {
       st.samples += c.chunk->samples();
       st.chunk_bytes += c.chunk->bytes();
@@ -391,7 +389,6 @@ HeadStats Head::stats() const {
       ++st.chunks;
     }
     st.label_bytes += s->label_bytes;
-    if (s->has_samples && (!st.oldest_sample_ms || s->first_t < *st.oldest_sample_ms)) st.oldest_sample_ms = s->first_t;
   }
   st.bytes_per_sample = st.samples > 0 ? static_cast<double>(st.chunk_bytes) / static_cast<double>(st.samples) : 0;
   st.samples_appended = appended_;

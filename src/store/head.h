@@ -132,7 +132,9 @@ class Head : public Queryable {
   std::vector<SeriesChunks> chunks_for(std::span<const LabelMatcher> matchers, std::int64_t mint_ms,
                                        std::int64_t maxt_ms) const;
 
-  HeadStats stats() const;
+  // With `count_chunks` false the in-memory chunks are not walked (samples, chunks, bytes stay 0): what
+  // the agent exports at every reading, where a walk of every chunk would cost more than the rest.
+  HeadStats stats(bool count_chunks = true) const;
   void count_damaged_chunk() const { damaged_chunks_skipped_.fetch_add(1, std::memory_order_relaxed); }
 
   // Queryable over what is in memory only (Tsdb adds the persisted history).
@@ -196,6 +198,12 @@ class Head : public Queryable {
   std::vector<Series*> previous_reading_;
   // The ids of every series, taken under the lock, so a walk can then lock one series at a time.
   std::vector<std::uint64_t> series_ids() const;
+  // A flush's walk: `visit(id, Series&)` for each series still there, under a lock of type Lock
+  // (std::shared_lock to read, std::unique_lock to change it) held for that series alone, appends let
+  // in between two series. Const: the head's maps do not change; a visitor under the unique lock may
+  // change the series.
+  template <class Lock, class Visit>
+  void each_series_alone(Visit&& visit) const;
   // A flush's walk calls this before locking its next series. The lock (glibc's rwlock under
   // std::shared_mutex) prefers readers, and a walk that unlocks and relocks at once would take it
   // again before a woken append does, series after series: the append would wait for the whole walk.

@@ -85,6 +85,7 @@ std::expected<std::unique_ptr<Tsdb>, std::string> Tsdb::open_and_load(const Tsdb
   auto db = options.read_only ? ChunkDatabase::open_read_only(file) : ChunkDatabase::open(file, options.sqlite_vfs);
   if (!db) return std::unexpected(db.error());
   std::unique_ptr<Tsdb> tsdb(new Tsdb(options, std::move(*db), now_ms));
+  tsdb->disk_bytes_.store(tsdb->db_->file_bytes(), std::memory_order_relaxed);
 
   auto persisted = tsdb->db_->series();
   if (!persisted) return std::unexpected(persisted.error());
@@ -141,6 +142,7 @@ std::expected<FlushResult, std::string> Tsdb::flush(std::int64_t now_ms) {
   // Real time, not the injected clock's: the figure says how long the disk took.
   const auto started = std::chrono::steady_clock::now();
   auto result = flush_locked(now_ms);
+  disk_bytes_.store(database()->file_bytes(), std::memory_order_relaxed);
   flush_ns_sum_.fetch_add(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                           std::chrono::steady_clock::now() - started)
                                                           .count()),
@@ -253,10 +255,10 @@ std::expected<FlushResult, std::string> Tsdb::flush_if_due(std::int64_t now_ms) 
   return flush(now_ms);
 }
 
-TsdbStats Tsdb::stats() const {
+TsdbStats Tsdb::stats(bool count_chunks) const {
   TsdbStats st;
-  st.head = head_.stats();
-  st.disk_bytes = database()->file_bytes();
+  st.head = head_.stats(count_chunks);
+  st.disk_bytes = count_chunks ? database()->file_bytes() : disk_bytes_.load(std::memory_order_relaxed);
   st.damaged_chunks_skipped = st.head.damaged_chunks_skipped;
   st.flushes = flushes_.load(std::memory_order_relaxed);
   st.flush_failures = flush_failures_.load(std::memory_order_relaxed);

@@ -109,7 +109,9 @@ class Tsdb : public Queryable {
   std::int64_t next_flush_ms() const { return next_flush_ms_.load(std::memory_order_relaxed); }
   std::int64_t flush_interval_ms() const { return options_.flush_interval_ms; }
 
-  TsdbStats stats() const;
+  // With `count_chunks` false: no walk of the in-memory chunks, and the file sizes as of the last flush
+  // rather than asked of the filesystem (the agent's per-reading figures).
+  TsdbStats stats(bool count_chunks = true) const;
   const Head& head() const { return head_; }
   // The database now in use (a flush may replace it: the file deleted, or reopened after a failure).
   std::shared_ptr<const ChunkDatabase> database() const;
@@ -156,6 +158,7 @@ class Tsdb : public Queryable {
   std::uint64_t failures_in_a_row_ = 0;
   std::atomic<bool> failing_{false};
   std::atomic<std::int64_t> last_flush_ms_, next_flush_ms_;
+  std::atomic<std::uint64_t> disk_bytes_{0};  // the files' size after the last flush (or open)
   std::atomic<std::uint64_t> flushes_{0}, flush_failures_{0}, flush_ns_sum_{0};
   std::atomic<std::uint64_t> moved_aside_{0}, recreated_{0};
   mutable std::mutex damaged_mutex_;

@@ -4,6 +4,7 @@
 
 #include "export/exposition_parser.h"
 #include "export/sample_gpus.h"
+#include "export/exposition_test_support.h"
 
 namespace gpuscope::exporter {
 namespace {
@@ -129,14 +130,6 @@ AgentStatus sample_status() {
   return s;
 }
 
-std::string render(const AgentStatus& status, ExpositionFormat format) {
-  std::string out;
-  ExpositionWriter w(format, out);
-  write_agent_metrics(w, status);
-  w.finish();
-  return out;
-}
-
 constexpr std::string_view kSampleStatusText =
     "# HELP gpuscope_sample_age_seconds Seconds since the latest GPU reading started; grows when the driver hangs.\n"
     "# TYPE gpuscope_sample_age_seconds gauge\n"
@@ -178,11 +171,11 @@ constexpr std::string_view kSampleStatusText =
     "gpuscope_build_info{version=\"0.3.0 \\\"dev\\\"\"} 1\n";
 
 TEST(WriteAgentMetrics, FullTextExposition) {
-  EXPECT_EQ(render(sample_status(), ExpositionFormat::kPrometheusText), kSampleStatusText);
+  EXPECT_EQ(testing::render_agent_metrics(sample_status(), ExpositionFormat::kPrometheusText), kSampleStatusText);
 }
 
 TEST(WriteAgentMetrics, OpenMetricsCountersDropTotalInTheFamilyAndEndWithEof) {
-  const std::string om = render(sample_status(), ExpositionFormat::kOpenMetrics);
+  const std::string om = testing::render_agent_metrics(sample_status(), ExpositionFormat::kOpenMetrics);
   EXPECT_NE(om.find("# HELP gpuscope_samples GPU readings completed since the agent started.\n"
                     "# TYPE gpuscope_samples counter\n"
                     "gpuscope_samples_total 3600\n"),
@@ -199,7 +192,7 @@ TEST(WriteAgentMetrics, OpenMetricsCountersDropTotalInTheFamilyAndEndWithEof) {
 TEST(WriteAgentMetrics, NoAgeOrDurationBeforeTheFirstReading) {
   AgentStatus s = sample_status();
   s.sample_age_seconds.reset();
-  const std::string text = render(s, ExpositionFormat::kPrometheusText);
+  const std::string text = testing::render_agent_metrics(s, ExpositionFormat::kPrometheusText);
   EXPECT_EQ(text.find("gpuscope_sample_age_seconds"), std::string::npos) << text;
   EXPECT_EQ(text.find("gpuscope_sample_duration_seconds"), std::string::npos) << text;
   EXPECT_TRUE(text.starts_with("# HELP gpuscope_sample_interval_seconds ")) << text;
@@ -208,13 +201,13 @@ TEST(WriteAgentMetrics, NoAgeOrDurationBeforeTheFirstReading) {
 TEST(WriteAgentMetrics, NoCollectorFamiliesWithoutCollectors) {
   AgentStatus s = sample_status();
   s.collectors.clear();
-  const std::string text = render(s, ExpositionFormat::kPrometheusText);
+  const std::string text = testing::render_agent_metrics(s, ExpositionFormat::kPrometheusText);
   EXPECT_EQ(text.find("gpuscope_collector_"), std::string::npos) << text;
 }
 
 TEST(WriteAgentMetrics, RuleGroupsOnlyWithRulesAndOneSeriesPerGroup) {
   AgentStatus s = sample_status();
-  EXPECT_EQ(render(s, ExpositionFormat::kPrometheusText).find("gpuscope_rule"), std::string::npos);
+  EXPECT_EQ(testing::render_agent_metrics(s, ExpositionFormat::kPrometheusText).find("gpuscope_rule"), std::string::npos);
   RuleGroupStatus a;
   a.rule_group = "/etc/gpuscope/gpu.rules.yml;gpu-health";
   a.interval_seconds = 60;
@@ -231,7 +224,7 @@ TEST(WriteAgentMetrics, RuleGroupsOnlyWithRulesAndOneSeriesPerGroup) {
   s.rule_groups = {a, b};
   for (auto format : {ExpositionFormat::kPrometheusText, ExpositionFormat::kOpenMetrics}) {
     const bool om = format == ExpositionFormat::kOpenMetrics;
-    auto p = testing::parse_exposition(render(s, format), om);
+    auto p = testing::parse_exposition(testing::render_agent_metrics(s, format), om);
     ASSERT_TRUE(p.has_value()) << p.error();
     const auto* failures = p->family("gpuscope_rule_evaluation_failures");
     if (!om) failures = p->family("gpuscope_rule_evaluation_failures_total");
@@ -253,7 +246,7 @@ TEST(WriteAgentMetrics, RuleGroupsOnlyWithRulesAndOneSeriesPerGroup) {
 TEST(WriteAgentMetrics, FailedReloadIsZero) {
   AgentStatus s = sample_status();
   s.config_reload_success = false;
-  auto p = testing::parse_exposition(render(s, ExpositionFormat::kPrometheusText), false);
+  auto p = testing::parse_exposition(testing::render_agent_metrics(s, ExpositionFormat::kPrometheusText), false);
   ASSERT_TRUE(p.has_value()) << p.error();
   EXPECT_EQ(p->value("gpuscope_config_last_reload_successful"), 0);
   EXPECT_EQ(p->value("gpuscope_config_last_reload_success_timestamp_seconds"), 1767226200);
@@ -262,17 +255,17 @@ TEST(WriteAgentMetrics, FailedReloadIsZero) {
 TEST(WriteAgentMetrics, LargeCountersAreWrittenExactly) {
   AgentStatus s = sample_status();
   s.samples_total = 123456789012ULL;
-  auto p = testing::parse_exposition(render(s, ExpositionFormat::kPrometheusText), false);
+  auto p = testing::parse_exposition(testing::render_agent_metrics(s, ExpositionFormat::kPrometheusText), false);
   ASSERT_TRUE(p.has_value()) << p.error();
   EXPECT_EQ(p->value("gpuscope_samples_total"), 123456789012.0);
-  EXPECT_NE(render(s, ExpositionFormat::kPrometheusText).find("gpuscope_samples_total 123456789012\n"),
+  EXPECT_NE(testing::render_agent_metrics(s, ExpositionFormat::kPrometheusText).find("gpuscope_samples_total 123456789012\n"),
             std::string::npos);
 }
 
 TEST(WriteAgentMetrics, ProcessSeriesAreTheStandardOnes) {
   AgentStatus s = sample_status();
   s.process = ProcessUsage{12.5, 31457280, 1073741824, 1767226000.5, 17, 1048576};
-  const std::string text = render(s, ExpositionFormat::kPrometheusText);
+  const std::string text = testing::render_agent_metrics(s, ExpositionFormat::kPrometheusText);
   ASSERT_TRUE(text.starts_with(kSampleStatusText)) << text;
   EXPECT_EQ(text.substr(kSampleStatusText.size()),
             "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
@@ -293,7 +286,7 @@ TEST(WriteAgentMetrics, ProcessSeriesAreTheStandardOnes) {
             "# HELP process_max_fds Maximum number of open file descriptors.\n"
             "# TYPE process_max_fds gauge\n"
             "process_max_fds 1048576\n");
-  const std::string om = render(s, ExpositionFormat::kOpenMetrics);
+  const std::string om = testing::render_agent_metrics(s, ExpositionFormat::kOpenMetrics);
   EXPECT_NE(om.find("# TYPE process_cpu_seconds counter\nprocess_cpu_seconds_total 12.5\n"), std::string::npos) << om;
 }
 
@@ -302,7 +295,7 @@ TEST(WriteAgentMetrics, CollectorResultsFlowIntoTheSuccessSeries) {
   snap.gpus[0].processes_error_code = 999;
   AgentStatus s = sample_status();
   s.collectors = collector_results(snap);
-  auto p = testing::parse_exposition(render(s, ExpositionFormat::kPrometheusText), false);
+  auto p = testing::parse_exposition(testing::render_agent_metrics(s, ExpositionFormat::kPrometheusText), false);
   ASSERT_TRUE(p.has_value()) << p.error();
   EXPECT_EQ(p->value("gpuscope_collector_success", {{"collector", "device"}}), 1);
   EXPECT_EQ(p->value("gpuscope_collector_success", {{"collector", "gpm"}}), 1);

@@ -11,6 +11,7 @@
 
 #include "export/agent_metrics.h"
 #include "export/exposition_parser.h"
+#include "export/exposition_test_support.h"
 
 namespace gpuscope::exporter {
 namespace {
@@ -33,14 +34,6 @@ TsdbStatus sample_tsdb() {
   t.disk_bytes = 5242880;
   t.oldest_sample_timestamp_seconds = 1767225600.5;
   return t;
-}
-
-std::string render(const AgentStatus& s, ExpositionFormat format) {
-  std::string out;
-  ExpositionWriter w(format, out);
-  write_agent_metrics(w, s);
-  w.finish();
-  return out;
 }
 
 AgentStatus with_tsdb() {
@@ -103,7 +96,7 @@ constexpr std::string_view kTsdbText =
     "gpuscope_tsdb_oldest_sample_timestamp_seconds 1767225600.5\n";
 
 TEST(WriteAgentTsdbMetrics, EveryFigureWithItsTypeAndHelp) {
-  const std::string text = render(with_tsdb(), ExpositionFormat::kPrometheusText);
+  const std::string text = testing::render_agent_metrics(with_tsdb(), ExpositionFormat::kPrometheusText);
   EXPECT_NE(text.find(kTsdbText), std::string::npos) << text;
   // Before build_info, after the agent's own reading series.
   EXPECT_LT(text.find("gpuscope_samples_total"), text.find("gpuscope_tsdb_head_series"));
@@ -113,19 +106,19 @@ TEST(WriteAgentTsdbMetrics, EveryFigureWithItsTypeAndHelp) {
 TEST(WriteAgentTsdbMetrics, NoTsdbFamiliesWithoutHistory) {
   AgentStatus s = with_tsdb();
   s.tsdb.reset();
-  EXPECT_EQ(render(s, ExpositionFormat::kPrometheusText).find("gpuscope_tsdb"), std::string::npos);
+  EXPECT_EQ(testing::render_agent_metrics(s, ExpositionFormat::kPrometheusText).find("gpuscope_tsdb"), std::string::npos);
 }
 
 TEST(WriteAgentTsdbMetrics, NoOldestSampleWhileTheStoreIsEmpty) {
   AgentStatus s = with_tsdb();
   s.tsdb->oldest_sample_timestamp_seconds.reset();
-  const std::string text = render(s, ExpositionFormat::kPrometheusText);
+  const std::string text = testing::render_agent_metrics(s, ExpositionFormat::kPrometheusText);
   EXPECT_EQ(text.find("gpuscope_tsdb_oldest_sample_timestamp_seconds"), std::string::npos) << text;
   EXPECT_NE(text.find("gpuscope_tsdb_disk_bytes 5242880\n"), std::string::npos) << text;
 }
 
 TEST(WriteAgentTsdbMetrics, OpenMetricsNamesTheCounterAndSummaryFamilies) {
-  const std::string om = render(with_tsdb(), ExpositionFormat::kOpenMetrics);
+  const std::string om = testing::render_agent_metrics(with_tsdb(), ExpositionFormat::kOpenMetrics);
   EXPECT_NE(om.find("# TYPE gpuscope_tsdb_flush_failures counter\ngpuscope_tsdb_flush_failures_total 4\n"),
             std::string::npos)
       << om;
@@ -135,20 +128,13 @@ TEST(WriteAgentTsdbMetrics, OpenMetricsNamesTheCounterAndSummaryFamilies) {
             std::string::npos)
       << om;
   for (const bool openmetrics : {false, true}) {
-    auto p = testing::parse_exposition(render(with_tsdb(), openmetrics ? ExpositionFormat::kOpenMetrics
+    auto p = testing::parse_exposition(testing::render_agent_metrics(with_tsdb(), openmetrics ? ExpositionFormat::kOpenMetrics
                                                                        : ExpositionFormat::kPrometheusText),
                                        openmetrics);
     ASSERT_TRUE(p.has_value()) << p.error();
     EXPECT_EQ(p->value("gpuscope_tsdb_samples_rejected_total", {{"reason", "out_of_order"}}), 3);
     EXPECT_EQ(p->value("gpuscope_tsdb_flush_duration_seconds_count"), 62);
   }
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // Prometheus's own linter finds nothing to say about the store's series (names, suffixes, types).
@@ -173,7 +159,7 @@ TEST(WriteAgentTsdbMetrics, PromtoolFindsNoProblem) {
   const std::string report = (dir / (stem + ".out")).string();
   std::ofstream(metrics, std::ios::binary) << text;
   const int status = std::system((std::string(kPromtool) + " check metrics < '" + metrics + "' > '" + report + "' 2>&1").c_str());
-  const std::string out = read_file(report);
+  const std::string out = testing::read_file(report);
   std::filesystem::remove(metrics);
   std::filesystem::remove(report);
   ASSERT_TRUE(WIFEXITED(status)) << out;

@@ -16,6 +16,7 @@
 #include "export/agent_metrics.h"
 #include "export/exposition_parser.h"
 #include "export/sample_gpus.h"
+#include "export/exposition_test_support.h"
 
 namespace gpuscope::exporter {
 namespace {
@@ -681,13 +682,6 @@ TEST_F(FullExposition, ParsesBackInBothFormats) {
   }
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 TEST_F(FullExposition, PromtoolFindsOnlyDcgmCompatibilityProblems) {
   constexpr const char* kPromtool = "/usr/bin/promtool";
   if (!std::filesystem::exists(kPromtool)) GTEST_SKIP() << kPromtool << " is not installed";
@@ -700,7 +694,7 @@ TEST_F(FullExposition, PromtoolFindsOnlyDcgmCompatibilityProblems) {
   std::ofstream(metrics, std::ios::binary) << text;
   const std::string cmd = std::string(kPromtool) + " check metrics < '" + metrics + "' > '" + report + "' 2>&1";
   const int status = std::system(cmd.c_str());
-  const std::string out = read_file(report);
+  const std::string out = testing::read_file(report);
   std::filesystem::remove(metrics);
   std::filesystem::remove(report);
   ASSERT_TRUE(WIFEXITED(status)) << out;

@@ -26,6 +26,7 @@ inline std::vector<SeriesSamples> select_all(const Queryable& q, std::int64_t mi
 }
 
 inline constexpr std::int64_t kT0 = 1767225600000;  // 2026-01-01, ms
+inline constexpr std::int64_t kMinute = 60 * 1000;
 
 class TempDir {
  public:

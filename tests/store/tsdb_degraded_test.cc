@@ -24,8 +24,8 @@ using testing::reading_of;
 using testing::select_all;
 using testing::TempDir;
 
-constexpr std::int64_t kMinute = 60 * 1000;
-constexpr int kSeries = 8;
+using testing::kMinute;
+constexpr int kDegradedSeries = 8;
 
 // A tmpfs mounted for one test: a real filesystem that fills up and turns read-only. Mounting needs
 // CAP_SYS_ADMIN (root in CI); without it the test is skipped, saying so.
@@ -84,13 +84,13 @@ class TsdbDegradedTest : public ::testing::Test {
   }
   static void append(Tsdb& db, std::int64_t from, std::int64_t to) {
     for (std::int64_t t = from; t < to; t += 1000) {
-      ASSERT_EQ(db.append_reading(t, reading_of(kSeries, t)).appended, std::size_t{kSeries});
+      ASSERT_EQ(db.append_reading(t, reading_of(kDegradedSeries, t)).appended, std::size_t{kDegradedSeries});
     }
   }
   // Every series holds every second from `from` to `to` (inclusive), values checked.
   static void expect_all(const Queryable& q, std::int64_t from, std::int64_t to) {
     auto all = select_all(q);
-    ASSERT_EQ(all.size(), std::size_t{kSeries});
+    ASSERT_EQ(all.size(), std::size_t{kDegradedSeries});
     for (const auto& s : all) {
       const int k = std::stoi(std::string(s.labels.get("gpu")));
       ASSERT_EQ(s.samples.size(), static_cast<std::size_t>((to - from) / 1000 + 1)) << s.labels.to_string();
@@ -270,15 +270,15 @@ TEST_F(TsdbDegradedTest, MemoryIsBoundedWhileTheDiskStaysBroken) {
   ASSERT_TRUE(db);
   GateVfs::instance().fail_writes_with(SQLITE_IOERR_WRITE);
   for (std::int64_t t = kT0; t < kT0 + 60 * kMinute; t += 1000) {
-    db->append_reading(t, reading_of(kSeries, t));
+    db->append_reading(t, reading_of(kDegradedSeries, t));
     (void)db->flush_if_due(t);
   }
   const auto st = db->stats();
   EXPECT_TRUE(st.flush_failing);
   EXPECT_GT(st.head.unpersisted_samples_dropped, 0u);
   // At most the bound plus one chunk per series (a chunk leaves whole) plus the 5 min longest backoff.
-  EXPECT_LE(st.head.samples, static_cast<std::size_t>(kSeries) * (20 * 60 + 120 + 300));
-  EXPECT_EQ(st.head.samples + st.head.unpersisted_samples_dropped, 3600u * kSeries);
+  EXPECT_LE(st.head.samples, static_cast<std::size_t>(kDegradedSeries) * (20 * 60 + 120 + 300));
+  EXPECT_EQ(st.head.samples + st.head.unpersisted_samples_dropped, 3600u * kDegradedSeries);
   ASSERT_EQ(warnings_.size(), 2u);
   EXPECT_NE(warnings_[1].find("dropped"), std::string::npos) << warnings_[1];
 

@@ -22,8 +22,8 @@ using testing::reading_of;
 using testing::select_all;
 using testing::TempDir;
 
-constexpr std::int64_t kMinute = 60 * 1000;
-constexpr int kSeries = 8;
+using testing::kMinute;
+constexpr int kFlusherSeries = 8;
 
 // The virtual clock's wall time is kT0 at start, so readings and flushes share one timeline.
 model::VirtualClock clock_at_t0() { return model::VirtualClock(model::Clock::WallTime(std::chrono::milliseconds(kT0))); }
@@ -54,7 +54,7 @@ class TsdbFlusherTest : public ::testing::Test {
   }
   // Appends readings at 1 s from `from` (inclusive) to `to` (exclusive).
   static void append(Tsdb& db, std::int64_t from, std::int64_t to) {
-    for (std::int64_t t = from; t < to; t += 1000) ASSERT_EQ(db.append_reading(t, reading_of(kSeries, t)).appended, std::size_t{kSeries});
+    for (std::int64_t t = from; t < to; t += 1000) ASSERT_EQ(db.append_reading(t, reading_of(kFlusherSeries, t)).appended, std::size_t{kFlusherSeries});
   }
   // Waits (real time, a hang guard only) until the flusher's thread waits on the clock.
   static void wait_for_waiter(const model::VirtualClock& clock) {
@@ -64,7 +64,7 @@ class TsdbFlusherTest : public ::testing::Test {
   // Every series holds every second from `from` to `to` (inclusive).
   static void expect_all(const Queryable& q, std::int64_t from, std::int64_t to) {
     auto all = select_all(q);
-    ASSERT_EQ(all.size(), std::size_t{kSeries});
+    ASSERT_EQ(all.size(), std::size_t{kFlusherSeries});
     for (const auto& s : all) {
       ASSERT_EQ(s.samples.size(), static_cast<std::size_t>((to - from) / 1000 + 1)) << s.labels.to_string();
       EXPECT_EQ(s.samples.front().t_ms, from);
@@ -112,7 +112,7 @@ TEST_F(TsdbFlusherTest, ReadingsAndQueriesCompleteWhileAFlushIsStuckOnTheDisk) {
   append(*db, kT0 + 10 * kMinute, kT0 + 20 * kMinute);  // 600 readings of 8 series
   expect_all(*db, kT0, kT0 + 20 * kMinute - 1000);
   const auto st = db->stats();
-  EXPECT_EQ(st.head.samples_appended, 1200u * kSeries);
+  EXPECT_EQ(st.head.samples_appended, 1200u * kFlusherSeries);
   EXPECT_EQ(st.flushes, 0u);
   EXPECT_EQ(gate_.held(), 1) << "the flush finished before the readings: the test proved nothing";
 
@@ -138,7 +138,7 @@ TEST_F(TsdbFlusherTest, StopFlushesWhatIsInMemory) {
   const auto stopped = flusher.stop(std::chrono::seconds(10));
   EXPECT_TRUE(stopped.thread_exited);
   ASSERT_TRUE(stopped.final_flush) << stopped.final_flush.error();
-  EXPECT_EQ(stopped.final_flush->chunks_written, std::size_t{kSeries});
+  EXPECT_EQ(stopped.final_flush->chunks_written, std::size_t{kFlusherSeries});
   db.reset();
   auto reopened = open(kT0 + kMinute);
   ASSERT_TRUE(reopened);
@@ -178,7 +178,7 @@ TEST_F(TsdbFlusherTest, RetriesAFailedFlushWithBackoffNotAtEveryReading) {
   gate_.fail_writes_with(SQLITE_FULL);
   std::vector<std::int64_t> attempts;
   for (std::int64_t t = kT0 + kMinute; t < kT0 + 3 * kMinute; t += 1000) {
-    ASSERT_TRUE(db->append_reading(t, reading_of(kSeries, t)).rejected == 0);
+    ASSERT_TRUE(db->append_reading(t, reading_of(kFlusherSeries, t)).rejected == 0);
     const auto before = db->stats().flush_failures;
     auto r = db->flush_if_due(t);
     if (db->stats().flush_failures != before) {
@@ -227,7 +227,7 @@ TEST_F(TsdbFlusherTest, AFailingRetentionStepIsRetriedWithBackoffNotAtEveryReadi
   }
   std::uint64_t attempts = 0;
   for (std::int64_t t = kT0 + 10 * kMinute; t < kT0 + 11 * kMinute; t += 1000) {
-    db.append_reading(t, reading_of(kSeries, t));
+    db.append_reading(t, reading_of(kFlusherSeries, t));
     const auto before = db.stats().flush_failures;
     auto r = db.flush_if_due(t);
     if (db.stats().flush_failures != before) {
@@ -256,7 +256,7 @@ TEST_F(TsdbFlusherTest, ConcurrentAppendsFlushesAndQueriesLoseAndRepeatNothing) 
   std::atomic<bool> done{false};
   std::thread sampler([&] {
     for (std::int64_t t = kT0; t < kEnd; t += 1000) {
-      db.append_reading(t, reading_of(kSeries, t));
+      db.append_reading(t, reading_of(kFlusherSeries, t));
       appended_to = t;
     }
     done = true;

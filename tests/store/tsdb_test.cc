@@ -22,7 +22,7 @@ using testing::series_labels;
 using testing::series_value;
 using testing::TempDir;
 
-constexpr std::int64_t kMinute = 60 * 1000;
+using testing::kMinute;
 
 TsdbOptions options_in(const TempDir& dir) {
   TsdbOptions o;
@@ -49,6 +49,25 @@ void expect_contiguous(const SeriesSamples& s, int k, std::int64_t from, std::in
 }
 
 int series_index(const SeriesSamples& s) { return std::stoi(std::string(s.labels.get("gpu"))); }
+
+TEST(Tsdb, TheCheapStatsAgreeWithTheFullOnesOnWhatTheAgentExports) {
+  TempDir dir;
+  auto db = open_tsdb(options_in(dir), kT0);
+  for (std::int64_t t = kT0; t < kT0 + 2 * kMinute; t += 1000) db->append_reading(t, reading_of(4, t));
+  ASSERT_TRUE(db->flush(kT0 + 2 * kMinute));
+  const TsdbStats full = db->stats();
+  const TsdbStats cheap = db->stats(false);
+  EXPECT_EQ(cheap.head.series, 4u);
+  EXPECT_EQ(cheap.head.series, full.head.series);
+  EXPECT_EQ(cheap.head.samples_appended, full.head.samples_appended);
+  EXPECT_EQ(cheap.head.oldest_sample_ms, full.head.oldest_sample_ms);
+  EXPECT_EQ(cheap.head.oldest_sample_ms, kT0);
+  EXPECT_GT(cheap.disk_bytes, 0u);
+  EXPECT_EQ(cheap.disk_bytes, full.disk_bytes) << "the size as of the last flush is the size now";
+  EXPECT_EQ(cheap.flushes, full.flushes);
+  EXPECT_EQ(cheap.head.chunks, 0u) << "no walk of the chunks";
+  EXPECT_GT(full.head.chunks, 0u);
+}
 
 TEST(Tsdb, ReadsBackEverythingFlushedAfterARestart) {
   TempDir dir;

@@ -46,7 +46,7 @@ TEST(TraceCli, JsonInBaseUnits) {
   EXPECT_EQ(rank["parse"]["json_bytes"], 34825284);
 }
 
-std::string file_bytes(const std::string& path) {
+std::string conformance_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
@@ -54,7 +54,7 @@ std::string file_bytes(const std::string& path) {
 TEST(TraceCli, DirectoryTableAndStraggler) {
   testing::TempDir dir;
   for (const char* name : {"trace_filter__sampled_rank-0.json.gz", "trace_filter__sampled_rank-1.json.gz"}) {
-    dir.write(name, file_bytes(conformance_trace(name)));
+    dir.write(name, conformance_bytes(conformance_trace(name)));
   }
   auto r = gpuscope({dir.path()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -91,7 +91,7 @@ TEST(TraceCli, DirectoryOfDifferentRunsOrRepeatedRanksExitsTwo) {
   EXPECT_EQ(std::count(mixed.err.begin(), mixed.err.end(), '\n'), 1) << mixed.err;
 
   testing::TempDir dir;
-  const std::string rank0 = file_bytes(conformance_trace("trace_filter__sampled_rank-0.json.gz"));
+  const std::string rank0 = conformance_bytes(conformance_trace("trace_filter__sampled_rank-0.json.gz"));
   dir.write("rank-0.json.gz", rank0);
   dir.write("rank-0-again.json.gz", rank0);
   auto twice = gpuscope({dir.path(), "--format", "json"});
