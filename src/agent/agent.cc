@@ -75,6 +75,7 @@ std::expected<std::unique_ptr<Agent>, AgentError> Agent::load(AgentConfig config
     notify::NotifierOptions no;
     no.external_url = c.external_url;
     no.external_labels = external_labels_of(c);
+    no.delivery.clock = c.clock;  // retries back off on the agent's clock
     auto created = notify::Notifier::create(std::move(*notify_config), log, std::move(no));
     if (!created) return std::unexpected(config_error({fmt::format("--config {}: {}", c.notify_config, created.error())}));
     agent->notifier_ = std::move(*created);
