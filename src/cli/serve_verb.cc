@@ -244,15 +244,9 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
     return e.kind == agent::AgentError::Kind::kConfig ? kExitUsage : kExitRuntime;
   };
 
-  // Files are read before anything starts: a bad one stops the agent with every problem listed.
-  agent::AgentConfig config = o;
-  config.version = GPUSCOPE_VERSION;
-  auto loaded = agent::Agent::load(std::move(config), log);
-  if (!loaded) return print(loaded.error());
-  agent::Agent& agent = **loaded;
-
   // The signals are taken by this thread with sigwaitinfo, so every thread the agent starts inherits a
-  // mask that blocks them.
+  // mask that blocks them (the notifier's senders start as its file is loaded: before this, a SIGHUP
+  // could land on one of them and end the process).
   sigset_t signals, stop_signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
@@ -262,6 +256,14 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   if (inv.handle_signals) pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  // Files are read before anything starts: a bad one stops the agent with every problem listed.
+  agent::AgentConfig config = o;
+  config.version = GPUSCOPE_VERSION;
+  auto loaded = agent::Agent::load(std::move(config), log);
+  if (!loaded) return print(loaded.error());
+  agent::Agent& agent = **loaded;
+
 
   nvml::BackendOptions reading;
   reading.watch_events = true;           // XIDs and ECC events as they happen

@@ -165,6 +165,24 @@ TEST(RulesE2e, RestartKeepsAlertState) {
   }
 }
 
+TEST(RulesE2e, ASighupWhileTheAgentStartsReloadsInsteadOfEndingIt) {
+  // The notifier's sender threads start as its file is loaded. A SIGHUP sent then, while the agent opens
+  // NVML and waits for its first reading, must wait for the signal loop; it used to land on a sender
+  // thread, whose mask did not block it, and SIGHUP's default action ended the agent.
+  TempDir dir;
+  const auto rules = dir.write("e2e.rules.yml", kRules);
+  const auto notify = dir.write("notify.yml", "route: {receiver: r}\nreceivers: [{name: r}]\n");
+  BackgroundProcess agent({kExe, "--simulate=" + scenario("demo.yaml"), "serve", "--listen", "127.0.0.1:0",
+                           "--data-dir", (dir.path / "history").string(), "--rules", rules, "--config", notify},
+                          frozen_env(600));
+  ASSERT_TRUE(agent.wait_for_line("msg=\"notifications configured\"", 10s).has_value()) << agent.output();
+  agent.send(SIGHUP);
+  ASSERT_TRUE(agent.wait_for_line("msg=listening", 10s).has_value()) << agent.output();
+  EXPECT_TRUE(agent.wait_for_line("msg=\"rules reloaded\"", 10s).has_value()) << agent.output();
+  EXPECT_TRUE(agent.running()) << agent.output();
+  EXPECT_EQ(agent.signal_and_wait(SIGTERM, 5s), 0) << agent.output();
+}
+
 TEST(RulesE2e, BadRuleFileStopsTheAgentAtStart) {
   TempDir dir;
   const std::string rules =
