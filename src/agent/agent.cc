@@ -54,6 +54,10 @@ std::expected<std::unique_ptr<Agent>, AgentError> Agent::load(AgentConfig config
   if (!set) return std::unexpected(config_error({set.error()}));
   agent->metric_set_ = std::move(*set);
 
+  // Rules query the history and write to it: the one place that decides the rules loop has a store.
+  if (!c.rule_specs.empty() && !c.history) {
+    return std::unexpected(config_error({"--rules needs the history that --no-history turns off: rules query it"}));
+  }
   if (!c.rule_specs.empty()) {
     auto groups = load_rules(c.rule_specs);
     if (!groups) return std::unexpected(config_error(std::move(groups.error())));

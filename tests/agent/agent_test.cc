@@ -154,6 +154,17 @@ TEST_F(AgentTest, NotificationsWithoutRulesNeedNoRuleManager) {
   ASSERT_TRUE(agent) << agent.error().lines.at(0);
 }
 
+TEST_F(AgentTest, RulesWithoutHistoryAreRefusedAtLoad) {
+  // The rules loop reads and writes the store: without history there is none to give it.
+  config_.history = false;
+  config_.rule_specs = {write("r.yml", "groups: [{name: g, rules: [{alert: A, expr: vector(1)}]}]\n")};
+  auto agent = Agent::load(config_, log_);
+  ASSERT_FALSE(agent);
+  EXPECT_EQ(agent.error().kind, AgentError::Kind::kConfig);
+  EXPECT_EQ(agent.error().lines,
+            std::vector<std::string>{"--rules needs the history that --no-history turns off: rules query it"});
+}
+
 TEST_F(AgentTest, ADataDirectoryInUseIsARuntimeErrorNamingTheOtherAgent) {
   auto first = Agent::load(config_, log_);
   ASSERT_TRUE(first);
