@@ -111,7 +111,7 @@ std::optional<Header> parse_header(std::string_view line, std::string& why) {
     h.columns.push_back(std::move(c));
   }
   if (!has_timestamp) {
-    why = "no timestamp column (log with --query-gpu=timestamp,index,...)";
+    why = "no header with a timestamp column (log with --query-gpu=timestamp,index,... --format=csv, not noheader)";
     return std::nullopt;
   }
   if (!has_field) {

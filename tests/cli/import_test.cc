@@ -191,6 +191,24 @@ TEST(Import, UtcOffsetSaysWhichZoneTheLogWasPrintedIn) {
   EXPECT_EQ(run_gpuscope({"import", "--data-dir", dir.data_dir(), "--utc-offset", "1h", log}).code, 2);
 }
 
+// nvidia-smi restarted into the same log repeats its header, maybe with other columns: each header
+// applies to the lines below it, and is not a bad line.
+TEST(Import, ARepeatedHeaderAppliesToTheLinesBelowIt) {
+  TempDir dir;
+  const auto log = dir.file("gpu-stats.csv",
+                            "timestamp, index, memory.used [MiB]\n"
+                            "2026/11/25 10:00:00.000, 0, 5 MiB\n"
+                            "timestamp, index, temperature.gpu, memory.used [MiB]\n"
+                            "2026/11/25 10:00:01.000, 0, 40, 6 MiB\n");
+  auto r = run_gpuscope({"import", "--data-dir", dir.data_dir(), log});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_THAT(r.out, HasSubstr("2 series, 3 samples imported, 0 already present, 0 lines skipped"));
+  const auto temp = read_all(dir.data_dir(), "DCGM_FI_DEV_GPU_TEMP");
+  ASSERT_EQ(temp.size(), 1u);
+  EXPECT_EQ(temp[0].samples.at(0).value, 40);
+}
+
 TEST(Import, AFileThatIsNoRecordingIsOneLineNamingItAndNothingIsWritten) {
   TempDir dir;
   const auto good = dir.file("good.csv", "timestamp, index, memory.used [MiB]\n2026/11/25 11:00:00.000, 0, 5 MiB\n");
