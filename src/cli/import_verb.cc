@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "agent/data_dir_lock.h"
+#include "model/printable_text.h"
 #include "recording/recording.h"
 #include "recording/recording_import.h"
 #include "store/tsdb.h"
@@ -93,11 +94,16 @@ int run_import(std::span<const std::string> args, const Invocation& inv) {
     if (!text) return usage_error(inv.err, fmt::format("{}: {}", file, text.error()));
     auto rec = recording::parse_recording(*text, read);
     if (!rec) return usage_error(inv.err, fmt::format("{}: {}", file, rec.error()));
-    for (const auto& s : rec->skipped) inv.err << fmt::format("gpuscope: {}: {}: {}; skipped\n", file, s.where, s.what);
+    // What a bad line says comes from the file: escaped, so a binary line cannot garble the terminal.
+    for (const auto& s : rec->skipped) {
+      inv.err << fmt::format("gpuscope: {}: {}: {}; skipped\n", model::printable_text(file), s.where,
+                             model::printable_text(s.what));
+    }
     if (!rec->ignored_columns.empty()) {
       std::string names;
       for (const auto& n : rec->ignored_columns) names += (names.empty() ? "" : ", ") + n;
-      inv.err << fmt::format("gpuscope: {}: columns without a DCGM name left out: {}\n", file, names);
+      inv.err << fmt::format("gpuscope: {}: columns without a DCGM name left out: {}\n", model::printable_text(file),
+                             model::printable_text(names));
     }
     recordings.push_back(std::move(*rec));
   }
@@ -105,7 +111,8 @@ int run_import(std::span<const std::string> args, const Invocation& inv) {
   // The agent's lock: an import never writes into a directory a running agent appends to.
   auto lock = agent::DataDirLock::acquire(o.data_dir);
   if (!lock) {
-    inv.err << fmt::format("gpuscope: data directory {}: {}\n", o.data_dir, lock.error());
+    inv.err << fmt::format("gpuscope: data directory {}: {} (import into it once the agent has stopped)\n",
+                           o.data_dir, lock.error());
     return kExitRuntime;
   }
   const std::int64_t now = unix_ms();

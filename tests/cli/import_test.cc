@@ -151,6 +151,11 @@ TEST(Import, NvidiaSmiCsvLogBecomesDcgmSeriesInDcgmUnits) {
   EXPECT_THAT(r.err, HasSubstr("gpuscope: " + log + ": line 5: 7 values for 11 columns; skipped\n"));
   EXPECT_THAT(r.err, HasSubstr("columns without a DCGM name left out: clocks.gr\n"));
 
+  // A bad line's bytes are escaped on the way to the terminal.
+  const auto binary = dir.file("binary.csv", "timestamp, index, memory.used [MiB]\n2026/11/25 10:00:00.000, 0, \x1b[2J\n");
+  auto escaped = run_gpuscope({"import", "--data-dir", dir.data_dir(), binary});
+  EXPECT_THAT(escaped.err, HasSubstr(": line 2: memory.used: '\\x1b[2J' is not a value; skipped\n"));
+
   const auto fb = read_all(dir.data_dir(), "DCGM_FI_DEV_FB_USED");
   ASSERT_EQ(fb.size(), 2u);
   const auto& gpu0 = fb[0].labels.get("gpu") == "0" ? fb[0] : fb[1];
