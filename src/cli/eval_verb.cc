@@ -18,13 +18,10 @@
 #include "notify/notification.h"
 #include "promql/engine.h"
 #include "store/tsdb.h"
+#include "model/clock.h"
 
 namespace gpuscope::cli {
 namespace {
-
-std::int64_t unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // "now", "now-1h", Unix seconds or RFC 3339.
 std::expected<std::int64_t, std::string> parse_time(std::string_view text, std::int64_t now_ms) {
@@ -246,7 +243,7 @@ std::expected<EvalOptions, ParseExit> parse_eval_args(std::span<const std::strin
 }
 
 int run_eval(std::span<const std::string> args, const Invocation& inv) {
-  const std::int64_t now = unix_ms();
+  const std::int64_t now = model::system_clock().unix_ms();
   auto options = parse_eval_args(args, now);
   if (!options) return finish(options.error(), inv);
   const auto& o = *options;

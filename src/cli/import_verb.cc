@@ -13,6 +13,7 @@
 #include "recording/recording.h"
 #include "recording/recording_import.h"
 #include "store/tsdb.h"
+#include "model/clock.h"
 
 namespace gpuscope::cli {
 namespace {
@@ -21,10 +22,6 @@ namespace {
 // agent's business when it next runs on the directory, never the importer's. Half of int64 so that
 // now - retention cannot overflow.
 constexpr std::int64_t kImportRetentionMs = std::numeric_limits<std::int64_t>::max() / 2;
-
-std::int64_t unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // "+02:00", "-05:30", "+0530", "0", "Z": seconds east of UTC; nullopt for anything else.
 std::optional<std::int64_t> parse_utc_offset(std::string_view text) {
@@ -115,7 +112,7 @@ int run_import(std::span<const std::string> args, const Invocation& inv) {
                            o.data_dir, lock.error());
     return kExitRuntime;
   }
-  const std::int64_t now = unix_ms();
+  const std::int64_t now = model::system_clock().unix_ms();
   store::TsdbOptions so;
   so.data_dir = o.data_dir;
   so.retention_ms = kImportRetentionMs;
@@ -142,7 +139,7 @@ int run_import(std::span<const std::string> args, const Invocation& inv) {
     }
     inv.out << '\n';
   }
-  if (auto flushed = (*tsdb)->flush(unix_ms()); !flushed) {
+  if (auto flushed = (*tsdb)->flush(model::system_clock().unix_ms()); !flushed) {
     inv.err << fmt::format("gpuscope: data directory {}: cannot write: {}\n", o.data_dir, flushed.error());
     return kExitRuntime;
   }

@@ -16,23 +16,14 @@
 #include "cli/cli_runner.h"
 #include "cli/eval_verb.h"
 #include "store/tsdb.h"
+#include "cli/scratch_dir.h"
 
 namespace gpuscope::cli {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/gpuscope-eval-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using testing::ScratchDir;
 
 // A loopback server that answers every connection with `response` as is (after reading the request),
 // or, when `response` is empty, accepts and never answers.
@@ -88,7 +79,7 @@ std::string http_response(const std::string& status_line, const std::string& typ
 }
 
 TEST(EvalDataDir, AMissingOrEmptyDirectoryIsAnErrorAndNothingIsCreated) {
-  TempDir dir;
+  ScratchDir dir;
   const fs::path missing = dir.path / "nowhere";
   auto r = testing::run_gpuscope({"eval", "up", "--data-dir", missing.string()});
   EXPECT_EQ(r.code, 2);
@@ -106,7 +97,7 @@ TEST(EvalDataDir, AMissingOrEmptyDirectoryIsAnErrorAndNothingIsCreated) {
 TEST(EvalDataDir, GoesThroughTheAgentsSampleLimitWhichTheFlagSets) {
   // 2,000 readings of one series, flushed as an agent would: a query holding all of them is over a
   // --query.max-samples of 1000 and answers with the default limit.
-  TempDir dir;
+  ScratchDir dir;
   const std::int64_t t0 = 1'700'000'000'000;
   {
     store::TsdbOptions so;

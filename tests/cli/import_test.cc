@@ -16,6 +16,7 @@
 #include "cli/cli_runner.h"
 #include "store/label_matcher.h"
 #include "store/tsdb.h"
+#include "cli/scratch_dir.h"
 
 namespace gpuscope::cli {
 namespace {
@@ -32,23 +33,7 @@ constexpr std::size_t kRealH100Series = 140;
 constexpr std::size_t kRealH100Samples = 24032;
 constexpr std::int64_t kRealH100FirstMs = 1795603808000;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/gpuscope-import-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name, const std::string& text) const {
-    const auto p = path / name;
-    std::ofstream(p) << text;
-    return p.string();
-  }
-  std::string data_dir() const { return (path / "data").string(); }
-};
+using testing::ScratchDir;
 
 std::vector<store::SeriesSamples> read_all(const std::string& data_dir, const std::string& name_regex = ".+") {
   store::TsdbOptions o;
@@ -71,7 +56,7 @@ std::size_t sample_count(const std::vector<store::SeriesSamples>& series) {
 
 TEST(Import, TheRealH100RecordingIsReadBackWhole) {
   ASSERT_TRUE(fs::exists(kRealH100)) << kRealH100;
-  TempDir dir;
+  ScratchDir dir;
   auto r = run_gpuscope({"import", "--data-dir", dir.data_dir(), kRealH100});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.err, "");
@@ -94,7 +79,7 @@ TEST(Import, TheRealH100RecordingIsReadBackWhole) {
 }
 
 TEST(Import, ImportingTwiceAddsNothing) {
-  TempDir dir;
+  ScratchDir dir;
   ASSERT_EQ(run_gpuscope({"import", "--data-dir", dir.data_dir(), kRealH100}).code, 0);
   auto again = run_gpuscope({"import", "--data-dir", dir.data_dir(), kRealH100});
   ASSERT_EQ(again.code, 0) << again.err;
@@ -107,10 +92,10 @@ TEST(Import, ImportingTwiceAddsNothing) {
 // A query_range answer that overlaps what is stored: only the new points are added, and a point that
 // is not a [time, "value"] pair is reported where it is and skipped.
 TEST(Import, OverlappingJsonAddsOnlyTheNewPointsAndSkipsBadOnes) {
-  TempDir dir;
-  const auto first = dir.file("a.json", R"({"status":"success","data":{"resultType":"matrix","result":[
+  ScratchDir dir;
+  const auto first = dir.write("a.json", R"({"status":"success","data":{"resultType":"matrix","result":[
     {"metric":{"__name__":"DCGM_FI_DEV_GPU_UTIL","gpu":"0"},"values":[[1000,"10"],[1001,"11"]]}]}})");
-  const auto second = dir.file("b.json", R"({"status":"success","data":{"resultType":"matrix","result":[
+  const auto second = dir.write("b.json", R"({"status":"success","data":{"resultType":"matrix","result":[
     {"metric":{"__name__":"DCGM_FI_DEV_GPU_UTIL","gpu":"0"},"values":[[1001,"11"],[1002,"x"],[1003,"+Inf"],[1002.5,"12"]]}]}})");
   ASSERT_EQ(run_gpuscope({"import", "--data-dir", dir.data_dir(), first}).code, 0);
   auto r = run_gpuscope({"import", "--data-dir", dir.data_dir(), second});
@@ -141,8 +126,8 @@ constexpr std::string_view kSmiLog =
 constexpr std::int64_t kLogStartMs = 1795600800000;
 
 TEST(Import, NvidiaSmiCsvLogBecomesDcgmSeriesInDcgmUnits) {
-  TempDir dir;
-  const auto log = dir.file("gpu-stats.csv", std::string(kSmiLog));
+  ScratchDir dir;
+  const auto log = dir.write("gpu-stats.csv", std::string(kSmiLog));
   auto r = run_gpuscope({"import", "--data-dir", dir.data_dir(), "--hostname", "node7", log});
   ASSERT_EQ(r.code, 0) << r.err;
   // GPU 0: 5 fields x 2 good lines; GPU 1: memory, pstate, reasons (utilization and power are [N/A]).
@@ -152,7 +137,7 @@ TEST(Import, NvidiaSmiCsvLogBecomesDcgmSeriesInDcgmUnits) {
   EXPECT_THAT(r.err, HasSubstr("columns without a DCGM name left out: clocks.gr\n"));
 
   // A bad line's bytes are escaped on the way to the terminal.
-  const auto binary = dir.file("binary.csv", "timestamp, index, memory.used [MiB]\n2026/11/25 10:00:00.000, 0, \x1b[2J\n");
+  const auto binary = dir.write("binary.csv", "timestamp, index, memory.used [MiB]\n2026/11/25 10:00:00.000, 0, \x1b[2J\n");
   auto escaped = run_gpuscope({"import", "--data-dir", dir.data_dir(), binary});
   EXPECT_THAT(escaped.err, HasSubstr(": line 2: memory.used: '\\x1b[2J' is not a value; skipped\n"));
 
@@ -185,8 +170,8 @@ TEST(Import, NvidiaSmiCsvLogBecomesDcgmSeriesInDcgmUnits) {
 }
 
 TEST(Import, UtcOffsetSaysWhichZoneTheLogWasPrintedIn) {
-  TempDir dir;
-  const auto log = dir.file("gpu-stats.csv",
+  ScratchDir dir;
+  const auto log = dir.write("gpu-stats.csv",
                             "timestamp, index, memory.used [MiB]\n2026/11/25 11:00:00.250, 0, 5 MiB\n");
   auto r = run_gpuscope({"import", "--data-dir", dir.data_dir(), "--utc-offset", "+01:00", log});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -199,8 +184,8 @@ TEST(Import, UtcOffsetSaysWhichZoneTheLogWasPrintedIn) {
 // nvidia-smi restarted into the same log repeats its header, maybe with other columns: each header
 // applies to the lines below it, and is not a bad line.
 TEST(Import, ARepeatedHeaderAppliesToTheLinesBelowIt) {
-  TempDir dir;
-  const auto log = dir.file("gpu-stats.csv",
+  ScratchDir dir;
+  const auto log = dir.write("gpu-stats.csv",
                             "timestamp, index, memory.used [MiB]\n"
                             "2026/11/25 10:00:00.000, 0, 5 MiB\n"
                             "timestamp, index, temperature.gpu, memory.used [MiB]\n"
@@ -215,11 +200,11 @@ TEST(Import, ARepeatedHeaderAppliesToTheLinesBelowIt) {
 }
 
 TEST(Import, AFileThatIsNoRecordingIsOneLineNamingItAndNothingIsWritten) {
-  TempDir dir;
-  const auto good = dir.file("good.csv", "timestamp, index, memory.used [MiB]\n2026/11/25 11:00:00.000, 0, 5 MiB\n");
+  ScratchDir dir;
+  const auto good = dir.write("good.csv", "timestamp, index, memory.used [MiB]\n2026/11/25 11:00:00.000, 0, 5 MiB\n");
   for (const std::string text : {"hello\nworld\n", "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\"}}",
                                   "{not json", "", "index, memory.used [MiB]\n0, 5 MiB\n"}) {
-    const auto bad = dir.file("bad.txt", text);
+    const auto bad = dir.write("bad.txt", text);
     auto r = run_gpuscope({"import", "--data-dir", dir.data_dir(), good, bad});
     EXPECT_EQ(r.code, 2) << text;
     EXPECT_THAT(r.err, ::testing::StartsWith("gpuscope: " + bad + ": ")) << text;
@@ -233,10 +218,10 @@ TEST(Import, AFileThatIsNoRecordingIsOneLineNamingItAndNothingIsWritten) {
 }
 
 TEST(Import, ADataDirectoryARunningAgentHoldsIsRefused) {
-  TempDir dir;
+  ScratchDir dir;
   auto lock = agent::DataDirLock::acquire(dir.data_dir());
   ASSERT_TRUE(lock.has_value()) << lock.error();
-  const auto log = dir.file("gpu-stats.csv", "timestamp, index, memory.used [MiB]\n2026/11/25 11:00:00.000, 0, 5 MiB\n");
+  const auto log = dir.write("gpu-stats.csv", "timestamp, index, memory.used [MiB]\n2026/11/25 11:00:00.000, 0, 5 MiB\n");
   auto r = run_gpuscope({"import", "--data-dir", dir.data_dir(), log});
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.err, HasSubstr(fmt::format("(pid {})", ::getpid())));

@@ -10,6 +10,7 @@
 #include "cli/price_flags.h"
 #include "cli/serve_verb.h"
 #include "cli_runner.h"
+#include "cli/scratch_dir.h"
 
 namespace gpuscope::cli {
 namespace {
@@ -20,22 +21,7 @@ const std::string kShipped = std::string(GPUSCOPE_SOURCE_DIR) + "/catalog/gpu_pr
 
 std::string price_error_of(const std::expected<ServeOptions, ParseExit>& r) { return r ? "" : r.error().text; }
 
-// A scratch directory tree, removed at the end of the test.
-struct ScratchDir {
-  fs::path path = fs::path(::testing::TempDir()) / ("price_args_test_" + std::to_string(::getpid()));
-  ScratchDir() { fs::create_directories(path); }
-  ~ScratchDir() { fs::remove_all(path); }
-  std::string write(const std::string& rel, const std::string& text) const {
-    const fs::path p = path / rel;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << text;
-    return p.string();
-  }
-  std::string dir(const std::string& rel) const {
-    fs::create_directories(path / rel);
-    return (path / rel).string();
-  }
-};
+using testing::ScratchDir;
 
 model::GpuInfo gpu(unsigned index, std::string name) {
   model::GpuInfo g;
