@@ -141,6 +141,21 @@ TEST(RunCli, ScenarioAfterBareSimulateHintsAtTheEqualsSign) {
   EXPECT_THAT(r.err, HasSubstr("unknown command 'ecc.yaml' (list, info"));
 }
 
+TEST(RunCli, TheTopLevelHelpFitsATerminal) {
+  auto r = run_gpuscope({"--help"});
+  ASSERT_EQ(r.code, 0);
+  std::size_t start = 0;
+  while (start < r.out.size()) {
+    auto end = r.out.find('\n', start);
+    if (end == std::string::npos) end = r.out.size();
+    const std::string line = r.out.substr(start, end - start);
+    if (!line.starts_with("  gpuscope ")) {
+      EXPECT_LE(line.size(), 100u) << line;
+    }
+    start = end + 1;
+  }
+}
+
 TEST(RunCli, EveryHelpFitsATerminalAndSaysWhatTheVerbCanExitWith) {
   const std::vector<std::vector<std::string>> helps{
       {"list"}, {"info"}, {"query"}, {"dmon"}, {"serve"}, {"eval"}, {"import"}, {"trace"}, {"backtest"},
