@@ -31,28 +31,6 @@ constexpr std::array<IdentityName, 11> kIdentityNames{{
     {"compute_cap", IdentityColumn::kComputeCap},
 }};
 
-// nvidia-smi accepts several spellings of one column; scripts in the wild use all of them.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 11> kAliases{{
-    {"gpu_name", "name"},
-    {"gpu_uuid", "uuid"},
-    {"gpu_serial", "serial"},
-    {"gpu_bus_id", "pci.bus_id"},
-    {"clocks.current.sm", "clocks.sm"},
-    {"clocks.current.memory", "clocks.mem"},
-    {"clocks.current.graphics", "clocks.gr"},
-    {"clocks.current.video", "clocks.video"},
-    {"clocks.max.memory", "clocks.max.mem"},
-    {"clocks.max.graphics", "clocks.max.gr"},
-    {"clocks_throttle_reasons.active", "clocks_event_reasons.active"},
-}};
-
-std::string_view canonical(std::string_view name) {
-  for (const auto& [alias, real] : kAliases) {
-    if (alias == name) return real;
-  }
-  return name;
-}
-
 bool is_blank(char c) { return c == ' ' || c == '\t'; }
 
 }  // namespace
@@ -76,7 +54,7 @@ std::expected<std::vector<GpuColumn>, UnknownQueryName> parse_gpu_query(std::str
   std::vector<GpuColumn> columns;
   for (std::string_view asked : split_name_list(names)) {
     if (asked.empty()) return std::unexpected(UnknownQueryName{});
-    const std::string_view name = canonical(asked);
+    const std::string_view name = model::FieldCatalog::canonical_smi_name(asked);
     bool found = false;
     for (const auto& id : kIdentityNames) {
       if (id.name == name) {

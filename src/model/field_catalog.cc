@@ -1,5 +1,7 @@
 #include "model/field_catalog.h"
 
+#include <utility>
+
 namespace gpuscope::model {
 namespace {
 
@@ -168,6 +170,27 @@ std::optional<FieldId> FieldCatalog::by_smi_name(std::string_view name) {
     if (!f.smi_name.empty() && f.smi_name == name) return f.id;
   }
   return std::nullopt;
+}
+
+std::string_view FieldCatalog::canonical_smi_name(std::string_view name) {
+  // Scripts in the wild use every one of these spellings.
+  static constexpr std::pair<std::string_view, std::string_view> kAliases[] = {
+      {"gpu_name", "name"},
+      {"gpu_uuid", "uuid"},
+      {"gpu_serial", "serial"},
+      {"gpu_bus_id", "pci.bus_id"},
+      {"clocks.current.sm", "clocks.sm"},
+      {"clocks.current.memory", "clocks.mem"},
+      {"clocks.current.graphics", "clocks.gr"},
+      {"clocks.current.video", "clocks.video"},
+      {"clocks.max.memory", "clocks.max.mem"},
+      {"clocks.max.graphics", "clocks.max.gr"},
+      {"clocks_throttle_reasons.active", "clocks_event_reasons.active"},
+  };
+  for (const auto& [alias, real] : kAliases) {
+    if (alias == name) return real;
+  }
+  return name;
 }
 
 std::optional<FieldId> FieldCatalog::by_dcgm_name(std::string_view name) {

@@ -116,6 +116,9 @@ class FieldCatalog {
   static std::span<const FieldDef> all();
   static const FieldDef& get(FieldId id);
   static std::optional<FieldId> by_smi_name(std::string_view name);
+  // nvidia-smi accepts several spellings of one --query-gpu column (gpu_name, clocks.current.sm, ...)
+  // and prints a header as it was asked for: the name gpuscope knows it by, or `name` itself.
+  static std::string_view canonical_smi_name(std::string_view name);
   static std::optional<FieldId> by_dcgm_name(std::string_view name);
   static std::optional<FieldId> by_key(std::string_view key);
 };

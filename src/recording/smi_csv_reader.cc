@@ -27,26 +27,6 @@ struct Column {
   const FieldDef* field = nullptr;  // a catalog field with a DCGM name
 };
 
-// nvidia-smi accepts several spellings of a column and prints the header as it was asked for.
-std::string_view canonical(std::string_view name) {
-  static constexpr std::pair<std::string_view, std::string_view> kAliases[] = {
-      {"gpu_name", "name"},
-      {"gpu_uuid", "uuid"},
-      {"gpu_bus_id", "pci.bus_id"},
-      {"clocks.current.sm", "clocks.sm"},
-      {"clocks.current.memory", "clocks.mem"},
-      {"clocks.current.graphics", "clocks.gr"},
-      {"clocks.current.video", "clocks.video"},
-      {"clocks.max.memory", "clocks.max.mem"},
-      {"clocks.max.graphics", "clocks.max.gr"},
-      {"clocks_throttle_reasons.active", "clocks_event_reasons.active"},
-  };
-  for (const auto& [alias, real] : kAliases) {
-    if (alias == name) return real;
-  }
-  return name;
-}
-
 Identity identity_of(std::string_view name) {
   if (name == "timestamp") return Identity::kTimestamp;
   if (name == "index") return Identity::kIndex;
@@ -95,7 +75,7 @@ std::optional<Header> parse_header(std::string_view line, std::string& why) {
       name = trim(cell.substr(0, open));
       c.unit = std::string(cell.substr(open + 2, cell.size() - open - 3));
     }
-    c.name = std::string(canonical(name));
+    c.name = std::string(model::FieldCatalog::canonical_smi_name(name));
     c.identity = identity_of(c.name);
     if (c.identity == Identity::kTimestamp) {
       has_timestamp = true;

@@ -123,3 +123,21 @@ TEST(FieldCatalog, LookupByKeyRoundTrips) {
 
 }  // namespace
 }  // namespace gpuscope::model
+
+namespace gpuscope::model {
+namespace {
+
+TEST(FieldCatalog, NvidiaSmisOtherSpellingsNameTheSameColumn) {
+  EXPECT_EQ(FieldCatalog::canonical_smi_name("gpu_name"), "name");
+  EXPECT_EQ(FieldCatalog::canonical_smi_name("clocks.current.sm"), "clocks.sm");
+  EXPECT_EQ(FieldCatalog::canonical_smi_name("clocks_throttle_reasons.active"), "clocks_event_reasons.active");
+  EXPECT_EQ(FieldCatalog::canonical_smi_name("memory.used"), "memory.used") << "a canonical name is itself";
+  // Every alias that names a field leads to a field of the catalog.
+  for (std::string_view alias : {"clocks.current.memory", "clocks.current.graphics", "clocks.current.video",
+                                 "clocks.max.memory", "clocks.max.graphics"}) {
+    EXPECT_TRUE(FieldCatalog::by_smi_name(FieldCatalog::canonical_smi_name(alias)).has_value()) << alias;
+  }
+}
+
+}  // namespace
+}  // namespace gpuscope::model
