@@ -182,7 +182,7 @@ std::expected<void, AgentError> Agent::open_history() {
   // Readings only append to memory; this thread writes to disk, so a slow or stuck disk never delays one.
   flusher_ = std::make_unique<store::TsdbFlusher>(*tsdb_, clock_);
   flusher_->start();
-  recorder_ = std::make_unique<HistoryRecorder>(*tsdb_, backend_->gpus(), system_, metrics_, log_, clock_);
+  recorder_ = std::make_unique<HistoryRecorder>(*tsdb_, backend_->gpus(), system_, metrics_, log_);
   recorder_->set_metric_set(metric_set_);
   log_.info("history", {{"data_dir", config_.data_dir},
                         {"series", std::to_string(tsdb_->stats().head.series)},

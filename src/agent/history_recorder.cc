@@ -56,13 +56,12 @@ class LabeledValueSink : public exporter::SampleSink {
 }  // namespace
 
 HistoryRecorder::HistoryRecorder(store::Tsdb& tsdb, std::vector<model::GpuInfo> gpus, model::SystemInfo system,
-                                 exporter::GpuMetricsOptions options, log::Logger& log, const model::Clock& clock)
-    : tsdb_(&tsdb), gpus_(std::move(gpus)), system_(std::move(system)), options_(options), log_(log), clock_(clock) {}
+                                 exporter::GpuMetricsOptions options, log::Logger& log)
+    : tsdb_(&tsdb), gpus_(std::move(gpus)), system_(std::move(system)), options_(options), log_(log) {}
 
 HistoryRecorder::HistoryRecorder(store::Head& head, std::vector<model::GpuInfo> gpus, model::SystemInfo system,
                                  exporter::GpuMetricsOptions options, log::Logger& log)
-    : head_(&head), gpus_(std::move(gpus)), system_(std::move(system)), options_(options), log_(log),
-      clock_(model::system_clock()) {}
+    : head_(&head), gpus_(std::move(gpus)), system_(std::move(system)), options_(options), log_(log) {}
 
 void HistoryRecorder::record(const model::Snapshot& snapshot) {
   auto set = set_.load();

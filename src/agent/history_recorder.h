@@ -14,7 +14,6 @@
 #include "export/gpu_metrics.h"
 #include "export/metric_set.h"
 #include "log/logger.h"
-#include "model/clock.h"
 #include "model/gpu_info.h"
 #include "model/snapshot.h"
 #include "store/tsdb.h"
@@ -24,8 +23,7 @@ namespace gpuscope::agent {
 class HistoryRecorder {
  public:
   HistoryRecorder(store::Tsdb& tsdb, std::vector<model::GpuInfo> gpus, model::SystemInfo system,
-                  exporter::GpuMetricsOptions options, log::Logger& log,
-                  const model::Clock& clock = model::system_clock());
+                  exporter::GpuMetricsOptions options, log::Logger& log);
   // Into a bare in-memory head, never flushed (a backtest on a virtual clock).
   HistoryRecorder(store::Head& head, std::vector<model::GpuInfo> gpus, model::SystemInfo system,
                   exporter::GpuMetricsOptions options, log::Logger& log);
@@ -45,7 +43,6 @@ class HistoryRecorder {
   const model::SystemInfo system_;
   const exporter::GpuMetricsOptions options_;
   log::Logger& log_;
-  const model::Clock& clock_;
   std::atomic<std::shared_ptr<const exporter::MetricSet>> set_;
   std::function<exporter::AgentStatus()> agent_status_;
   std::vector<store::LabeledValue> values_;  // this reading's series and values, reused between readings

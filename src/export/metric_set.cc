@@ -2,10 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <vector>
@@ -13,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "model/file_text.h"
 #include "model/printable_text.h"
 
 namespace gpuscope::exporter {
@@ -175,24 +172,10 @@ std::expected<LoadedMetricSet, std::string> parse_metric_set(std::string_view te
 }
 
 std::expected<LoadedMetricSet, std::string> load_metric_set(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return std::unexpected(fmt::format("{}: is a directory, not a collectors file", path));
-  }
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int why = errno;
-    return std::unexpected(fmt::format("{}: cannot read the collectors file: {}", path,
-                                       why != 0 ? std::strerror(why) : "cannot open"));
-  }
-  // Read through the stream, not `ss << in.rdbuf()`: that swallows a read error (a directory opens but
-  // fails with EISDIR) into an empty text, which would load as an empty set; here it sets badbit.
-  std::string text;
-  char buf[4096];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) text.append(buf, static_cast<std::size_t>(in.gcount()));
-  if (in.bad()) return std::unexpected(fmt::format("{}: cannot read the collectors file", path));
-  return parse_metric_set(text, path);
+  // Read whole and checked: a directory or an unreadable file must fail, never load as an empty set.
+  auto text = model::read_file_text(path);
+  if (!text) return std::unexpected(fmt::format("{}: cannot read the collectors file: {}", path, text.error()));
+  return parse_metric_set(*text, path);
 }
 
 }  // namespace gpuscope::exporter

@@ -141,19 +141,25 @@ TEST(RunCli, ScenarioAfterBareSimulateHintsAtTheEqualsSign) {
   EXPECT_THAT(r.err, HasSubstr("unknown command 'ecc.yaml' (list, info"));
 }
 
-TEST(RunCli, TheTopLevelHelpFitsATerminal) {
-  auto r = run_gpuscope({"--help"});
-  ASSERT_EQ(r.code, 0);
+// Help is read in a terminal: no line runs past 100 columns. Example commands are copied whole, so
+// they may be longer; everything else is wrapped.
+void expect_help_fits_a_terminal(const std::string& help, const std::string& context) {
   std::size_t start = 0;
-  while (start < r.out.size()) {
-    auto end = r.out.find('\n', start);
-    if (end == std::string::npos) end = r.out.size();
-    const std::string line = r.out.substr(start, end - start);
+  while (start < help.size()) {
+    auto end = help.find('\n', start);
+    if (end == std::string::npos) end = help.size();
+    const std::string line = help.substr(start, end - start);
     if (!line.starts_with("  gpuscope ")) {
-      EXPECT_LE(line.size(), 100u) << line;
+      EXPECT_LE(line.size(), 100u) << context << ": " << line;
     }
     start = end + 1;
   }
+}
+
+TEST(RunCli, TheTopLevelHelpFitsATerminal) {
+  auto r = run_gpuscope({"--help"});
+  ASSERT_EQ(r.code, 0);
+  expect_help_fits_a_terminal(r.out, "gpuscope --help");
 }
 
 TEST(RunCli, EveryHelpFitsATerminalAndSaysWhatTheVerbCanExitWith) {
@@ -165,17 +171,7 @@ TEST(RunCli, EveryHelpFitsATerminalAndSaysWhatTheVerbCanExitWith) {
     args.push_back("--help");
     auto r = run_gpuscope(args);
     ASSERT_EQ(r.code, 0) << verb;
-    std::size_t start = 0;
-    while (start < r.out.size()) {
-      auto end = r.out.find('\n', start);
-      if (end == std::string::npos) end = r.out.size();
-      const std::string line = r.out.substr(start, end - start);
-      // Example commands are copied whole, so they may be longer; everything else is wrapped.
-      if (!line.starts_with("  gpuscope ")) {
-        EXPECT_LE(line.size(), 100u) << args[0] << ": " << line;
-      }
-      start = end + 1;
-    }
+    expect_help_fits_a_terminal(r.out, verb);
     const bool nvml = verb == "list" || verb == "info" || verb == "query" || verb == "dmon" || verb == "serve";
     EXPECT_EQ(r.out.find("no NVML library found") != std::string::npos, nvml) << verb;
     EXPECT_EQ(r.out.find("--nvml-lib PATH") != std::string::npos, nvml) << verb;

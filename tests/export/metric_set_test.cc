@@ -343,7 +343,7 @@ TEST_F(LoadMetricSet, ADirectoryIsSaidToBeOne) {
   const auto path = dir_.string();
   auto loaded = load_metric_set(path);
   ASSERT_FALSE(loaded.has_value()) << "loaded " << loaded->set.fields.size() << " fields from a directory";
-  EXPECT_EQ(loaded.error(), path + ": is a directory, not a collectors file");
+  EXPECT_EQ(loaded.error(), path + ": cannot read the collectors file: Is a directory");
 }
 
 }  // namespace
