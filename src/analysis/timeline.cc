@@ -1,0 +1,36 @@
+#include "analysis/timeline.h"
+
+#include <algorithm>
+
+namespace gpuscope::analysis {
+namespace {
+
+// Each read covers this many steps (plus one window before them).
+constexpr std::int64_t kStepsPerChunk = 600;
+
+}  // namespace
+
+std::int64_t default_step_ms(std::int64_t window_ms) { return std::max<std::int64_t>(1000, window_ms / 10); }
+
+std::expected<std::vector<VerdictChange>, std::string> timeline(const ReadingSource& source,
+                                                                 const TimelineOptions& options,
+                                                                 const Thresholds& thresholds, const GpuFilter& filter) {
+  const std::int64_t step = options.step_ms > 0 ? options.step_ms : default_step_ms(options.window_ms);
+  VerdictTracker tracker(options.min_hold);
+  std::vector<VerdictChange> changes;
+  for (std::int64_t chunk = options.from_ms; chunk < options.to_ms; chunk += step * kStepsPerChunk) {
+    const std::int64_t chunk_end = std::min(options.to_ms, chunk + step * kStepsPerChunk);
+    auto gpus = read_histories(source, chunk - options.window_ms, chunk_end, filter);
+    if (!gpus) return std::unexpected(gpus.error());
+    for (std::int64_t at = chunk + step; at <= chunk_end; at += step) {
+      Diagnosis d = diagnose(*gpus, at, options.window_ms, thresholds);
+      // A GPU with no reading in this window (before it appeared, after it went) has no verdict here.
+      std::erase_if(d.gpus, [](const GpuDiagnosis& g) { return g.readings == 0 && g.verdict == Verdict::kUnknown; });
+      for (auto& c : tracker.update(d)) changes.push_back(std::move(c));
+    }
+    if (chunk_end == options.to_ms) break;
+  }
+  return changes;
+}
+
+}  // namespace gpuscope::analysis
