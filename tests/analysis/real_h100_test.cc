@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <fstream>
-#include <iostream>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -151,7 +150,6 @@ TEST_F(RealH100, TimelineNamesEveryPhaseInOrderWithinTwoWindows) {
                                      Verdict::kMemoryBound, Verdict::kLaunchBound,   Verdict::kTransferBound,
                                      Verdict::kInputStarved, Verdict::kIdle};
   ASSERT_EQ(got, want) << timeline_text(*changes);
-  if (getenv("SHOW")) std::cout << timeline_text(*changes) << diagnosis_text(*diagnose_from(source, phases_->at(5).end_ms, 15000, Thresholds{}, {})) << diagnosis_text(*diagnose_from(source, phases_->at(7).end_ms, 15000, Thresholds{}, {}));
   // Each phase's verdict within two windows of its start (memory_leak and idle_end share one line).
   const std::vector<std::string> phase_of_change = {"idle_start",
                                                     "tensor_bf16_matmul",
