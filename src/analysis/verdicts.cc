@@ -60,6 +60,10 @@ constexpr std::string_view kUnknownFix =
     "Record the profiling fields (DCGM_FI_PROF_*: gpuscope exports them where the GPU supports GPM, Hopper and "
     "later) to tell why the GPU is slow.";
 
+// NVLink traffic that means collectives are running: a tenth of one H100 link direction (450 GB/s)
+// and more than a host's PCIe copies ever reach, so it is GPU-to-GPU data, not noise.
+constexpr double kCollectiveNvlinkBytes = 45e9;
+
 Decision make(Verdict v, std::string summary, std::string_view fix) {
   Decision d;
   d.verdict = v;
@@ -81,7 +85,7 @@ std::string pcie_text(double bytes, std::optional<double> link, const Segment& s
   return fmt::format("{}, {} of {}", text::rate(bytes), text::share(bytes / *link), what);
 }
 
-Decision transfer_bound(const Segment& seg, const Thresholds& t, double gr, std::optional<double> util,
+Decision transfer_bound(const Segment& seg, double gr, std::optional<double> util,
                         std::optional<double> rx, std::optional<double> tx, std::optional<double> link) {
   const bool inbound = rx.value_or(0) >= tx.value_or(0);
   const std::string direction = !rx && !tx ? "" : inbound ? "host→device" : "device→host";
@@ -96,7 +100,6 @@ Decision transfer_bound(const Segment& seg, const Thresholds& t, double gr, std:
   if (util) add(d, "utilization_gpu", *util, text::percent(*util));
   if (rx) add(d, "pcie_rx_bytes_per_second", *rx, pcie_text(*rx, link, seg));
   if (tx) add(d, "pcie_tx_bytes_per_second", *tx, pcie_text(*tx, link, seg));
-  (void)t;
   return d;
 }
 
@@ -169,7 +172,7 @@ Decision classify(const Segment& seg, const Thresholds& t) {
       const bool copies = util && *util >= t.transfer_utilization_percent;
       const double pcie = std::max(rx.value_or(0), tx.value_or(0));
       const bool busy_link = link && pcie >= t.transfer_link_share * *link;
-      if (copies || busy_link) return transfer_bound(seg, t, *gr, util, rx, tx, link);
+      if (copies || busy_link) return transfer_bound(seg, *gr, util, rx, tx, link);
       return idle(seg, gr, util);
     }
     if (dram && *dram >= t.memory_bound_dram_active && (!tensor || *tensor < t.memory_bound_tensor_max)) {
@@ -197,6 +200,15 @@ Decision classify(const Segment& seg, const Thresholds& t) {
       add(d, "sm_active", *sm, text::ratio(*sm));
       add(d, "sm_fill", fill, text::share(fill));
       if (util) add(d, "utilization_gpu", *util, text::percent(*util));
+      // Collectives (NCCL) run on a few SMs while NVLink carries the data: such a job waits on
+      // communication, and fewer, larger launches would not help.
+      const double nvlink = seg.mean(Signal::kNvlinkRxBytes).value_or(0) + seg.mean(Signal::kNvlinkTxBytes).value_or(0);
+      if (nvlink >= kCollectiveNvlinkBytes) {
+        d.summary += fmt::format("; NVLink carries {}: if these kernels are collectives (NCCL), the job waits on "
+                                 "communication instead",
+                                 text::rate(nvlink));
+        add(d, "nvlink_bytes_per_second", nvlink, text::rate(nvlink));
+      }
       return d;
     }
     const bool sawtooth = seg.sawtooth(t.sawtooth_peak_sm_active, t.sawtooth_low_share);

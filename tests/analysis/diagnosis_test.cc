@@ -127,6 +127,16 @@ TEST(Diagnosis, TensorPipesIdleWithBusyFloatPipesIsNoTensorCores) {
   ASSERT_EQ(u.undecided.size(), 1U);
 }
 
+TEST(Diagnosis, FewSmsBusyWhileNvlinkCarriesDataSaysCollectivesMayBeWhy) {
+  GpuBuilder g;
+  g.busy(0, 40, 0.95, 0.2, 0.05, 0.2, 0.05, 99);
+  EXPECT_EQ(one(g, 40).summary.find("NVLink"), std::string::npos);
+  g.set("DCGM_FI_PROF_NVLINK_RX_BYTES", 0, 40, 150e9).set("DCGM_FI_PROF_NVLINK_TX_BYTES", 0, 40, 150e9);
+  const auto d = one(g, 40);
+  EXPECT_EQ(d.verdict, Verdict::kLaunchBound);
+  EXPECT_NE(d.summary.find("NVLink carries 300.0 GB/s"), std::string::npos) << d.summary;
+}
+
 TEST(Diagnosis, SaturatedDramWithBusyTensorPipesIsComputeBound) {
   GpuBuilder g;
   g.busy(0, 40, 0.98, 0.95, 0.6, 0.85, 0.1, 100);
