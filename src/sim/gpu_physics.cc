@@ -20,7 +20,7 @@ constexpr double kSlowThermalTauS = 20.0;
 // ~1900 MHz at 80 °C, one degree over).
 constexpr double kSoftThrottlePerC = 0.04;
 constexpr double kSoftThrottleFloor = 0.3;  // of the clock: the software slowdown goes no lower
-constexpr double kHwThrottleFactor = 0.6;
+constexpr double kHwThrottleFloor = 0.15;  // of the clock: the hardware slowdown's deepest cut
 constexpr double kReplayProbabilityBusy = 2e-4;  // per cell: a replay or so an hour under load
 constexpr std::uint64_t kCheckpointCells = 4096;
 // Between bursts shorter than a cell (the 120 ms sleeps of an input-starved loop) the board does
@@ -147,8 +147,10 @@ GpuPhysics::Cell GpuPhysics::eval(std::uint64_t k, const State& start) const {
       clock = std::clamp(solved, kSoftThrottleFloor * clock, clock);
     }
     if (a + b * clock >= model_.slowdown_c) {
+      // The hardware slowdown brakes as hard as it takes to hold the die at its threshold.
       reasons |= nvmlClocksThrottleReasonHwThermalSlowdown;
-      clock *= kHwThrottleFactor;
+      const double held = b > 0 ? (model_.slowdown_c - a) / b : clock;
+      clock = std::clamp(held, std::min(clock, kHwThrottleFloor), clock);
     }
     const double unthrottled_clock = clock;
     power = floor + dynamic * clock;
