@@ -374,7 +374,8 @@ class Parser {
     };
     std::vector<Change> changes;
     for (const auto& item : *timeline) {
-      const Map e(item, "a timeline entry", {"at", "gpu", "gpus", "profile", "period", "slowdown", "ramp", "level", "source"});
+      const Map e(item, "a timeline entry",
+                  {"at", "gpu", "gpus", "profile", "period", "slowdown", "ramp", "level", "source"});
       Change c;
       c.at = duration(e.require("at", "a timeline entry"), "at");
       c.gpus = gpu_selection(e);
