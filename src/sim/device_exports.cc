@@ -36,10 +36,6 @@ unsigned video_clock(const SimDevice& d, const Reading& r) {
   return static_cast<unsigned>(std::lround(mhz / 15.0) * 15);
 }
 
-double memory_temp(const Reading& r) {
-  return r.temp_c + 3.0 + 5.0 * r.activity.metric[kDramActive];
-}
-
 struct MemoryUse {
   unsigned long long total, reserved, used, free;
 };
@@ -494,7 +490,7 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, i
           break;
         case NVML_FI_DEV_MEMORY_TEMP:
           if (d.model.hbm) {
-            set_uint(static_cast<unsigned>(std::lround(memory_temp(r))));
+            set_uint(static_cast<unsigned>(std::lround(r.mem_temp_c)));
           } else {
             f.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
           }

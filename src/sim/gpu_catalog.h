@@ -18,7 +18,8 @@ struct GpuModel {
   std::uint64_t bar1_mib;
   double tdp_w;        // default and maximum power limit
   double min_limit_w;  // lowest power limit the board accepts
-  double idle_w;
+  double idle_w;          // parked: no process holds a context, clocks at idle
+  double context_idle_w;  // nothing running but a process holds a CUDA context (clocks stay up, P0)
   unsigned max_sm_mhz, max_mem_mhz, max_video_mhz;
   unsigned idle_sm_mhz, idle_mem_mhz;
   unsigned pcie_gen, pcie_width;
@@ -30,6 +31,9 @@ struct GpuModel {
   unsigned nvlink_links;
   double nvlink_mibps;  // one direction, per GPU, under an all-reduce heavy training load
   unsigned slowdown_c, shutdown_c, gpu_max_c, mem_max_c;
+  // Steady die temperature at idle_w and at TDP under nominal cooling (the physics draws a line
+  // through them), and where the driver starts its software thermal slowdown.
+  double idle_temp_c, tdp_temp_c, soft_throttle_c;
   std::uint32_t pci_device_id;     // (device << 16) | vendor, as nvmlPciInfo_t.pciDeviceId
   std::uint32_t pci_subsystem_id;
   std::string_view board_part_number;

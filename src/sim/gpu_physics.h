@@ -24,12 +24,19 @@ struct PowerCapWindow {
   double from_s, until_s, limit_w;
 };
 
+// While a process holds a CUDA context the GPU does not park: its clocks stay up and it draws its
+// context floor even with nothing running.
+struct ContextWindow {
+  double from_s, until_s;
+};
+
 struct Reading {
   double t = -1;
   Activity activity;
   double power_w = 0;
   double limit_w = 0;  // enforced power limit
   double temp_c = 0;
+  double mem_temp_c = 0;  // HBM; only meaningful on boards that report it
   unsigned sm_mhz = 0;
   std::uint64_t reasons = 0;  // clock event reason bits
   // Integrals from scenario time 0 to t.
@@ -41,7 +48,8 @@ struct Reading {
 
 class GpuPhysics {
  public:
-  GpuPhysics(const GpuSpec& spec, std::vector<PowerCapWindow> caps, std::uint64_t seed, unsigned gpu);
+  GpuPhysics(const GpuSpec& spec, std::vector<PowerCapWindow> caps, std::vector<ContextWindow> contexts,
+             std::uint64_t seed, unsigned gpu);
 
   // Everything at scenario time t >= 0. The reference stays valid until the next call.
   const Reading& at(double t);
@@ -51,34 +59,41 @@ class GpuPhysics {
  private:
   struct Cell {  // the values of one cell
     Activity activity;
-    double power_w, limit_w, temp_target_c;
+    double power_w, limit_w;
+    double rise_target_c;  // steady temperature above the thermal line's intercept at this power
     unsigned sm_mhz;
     std::uint64_t reasons;
     bool replay;
   };
   struct State {  // integrals (and temperature) at the start of a cell
-    double temp_c = 0;
+    double fast_rise_c = 0, slow_rise_c = 0;  // the two thermal poles, above the intercept
     double energy_j = 0;
     std::array<double, kViolationCount> violation_s{};
     std::array<double, kMetricCount> metric{};
     std::uint64_t replays = 0;
   };
 
-  Cell eval(std::uint64_t k, double temp_c) const;
+  Cell eval(std::uint64_t k, const State& start) const;
+  bool holds_context(double t) const;
+  // The thermal poles `dt` seconds on, under a load whose steady rise is `rise_target_c`.
+  static State relax(State s, double rise_target_c, double dt);
+  double temp_of(const State& s) const { return intercept_c_ + s.fast_rise_c + s.slow_rise_c; }
   void advance_to(std::uint64_t k);
 
   const GpuSpec& spec_;
   const GpuModel& model_;
   std::vector<PowerCapWindow> caps_;
+  std::vector<ContextWindow> contexts_;
   Noise noise_;
-  double thermal_resistance_;  // °C per W at nominal cooling
-  double cell_decay_;          // exp(-kCellS / tau)
+  double link_mibps_;          // the PCIe link's bandwidth as the scenario trained it
+  double intercept_c_;         // steady die temperature is intercept + slope * power at nominal cooling
+  double slope_c_per_w_;
 
   std::uint64_t k_ = 0;  // the cell `state_` starts
   State state_;
   std::vector<State> checkpoints_;  // state at cell i * kCheckpointCells, for going back in time
   bool have_cell_ = false;
-  Cell cell_{};  // eval(k_, state_.temp_c), cached
+  Cell cell_{};  // eval(k_, state_), cached
   Reading reading_;
 };
 

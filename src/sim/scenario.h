@@ -28,11 +28,19 @@ enum class Profile {
   kMemoryLeak,
   kStalled,
   kStraggler,
+  kGemm,
+  kH2dCopy,
 };
-inline constexpr std::array<std::string_view, 11> kProfileNames{
-    "idle",         "training",         "data_starved",    "memory_bound", "no_tensor", "small_kernels",
-    "inference_bursty", "thermal_runaway", "memory_leak", "stalled",      "straggler"};
+inline constexpr std::array<std::string_view, 13> kProfileNames{
+    "idle",        "training",    "data_starved", "memory_bound", "no_tensor", "small_kernels", "inference_bursty",
+    "thermal_runaway", "memory_leak", "stalled",   "straggler",    "gemm",      "h2d_copy"};
 inline std::string_view profile_name(Profile p) { return kProfileNames[static_cast<std::size_t>(p)]; }
+
+// data_starved: what the GPU waits for between compute bursts.
+enum class StarvedSource {
+  kPcie,  // data loading: the next batch streams in over PCIe while the SMs idle
+  kCpu,   // CPU-side preprocessing: nothing moves while the SMs idle
+};
 
 // A profile and its knobs; 0 means "the profile's default".
 struct WorkloadSpec {
@@ -41,6 +49,7 @@ struct WorkloadSpec {
   double slowdown = 0;  // straggler: clock factor in (0, 1]
   double ramp_s = 0;    // thermal_runaway: time for the cooling to lose half its capacity
   double level = 1.0;   // scales the activity of busy profiles, in (0, 1.2]
+  StarvedSource source = StarvedSource::kPcie;  // data_starved only
 };
 
 // From `at_s` on (scenario seconds) the GPU runs `spec`, until the next phase.

@@ -323,6 +323,17 @@ class Parser {
       if (w.ramp_s <= 0) fail(*v, "ramp must be longer than 0s");
     }
     if (auto v = m.get("level")) w.level = number(*v, "level", 0.05, 1.2);
+    if (auto v = m.get("source")) {
+      if (w.profile != Profile::kDataStarved) fail(*v, "source applies to the data_starved profile only");
+      const std::string src = scalar(*v, "source");
+      if (src == "pcie") {
+        w.source = StarvedSource::kPcie;
+      } else if (src == "cpu") {
+        w.source = StarvedSource::kCpu;
+      } else {
+        fail(*v, "unknown source '" + src + "' (known: pcie, cpu)");
+      }
+    }
     return w;
   }
 
@@ -335,7 +346,7 @@ class Parser {
       w.profile = profile(n);
       return w;
     }
-    const Map m(n, "a workload", {"profile", "period", "slowdown", "ramp", "level"});
+    const Map m(n, "a workload", {"profile", "period", "slowdown", "ramp", "level", "source"});
     return workload_spec(m, "a workload");
   }
 
@@ -363,7 +374,8 @@ class Parser {
     };
     std::vector<Change> changes;
     for (const auto& item : *timeline) {
-      const Map e(item, "a timeline entry", {"at", "gpu", "gpus", "profile", "period", "slowdown", "ramp", "level"});
+      const Map e(item, "a timeline entry",
+                  {"at", "gpu", "gpus", "profile", "period", "slowdown", "ramp", "level", "source"});
       Change c;
       c.at = duration(e.require("at", "a timeline entry"), "at");
       c.gpus = gpu_selection(e);

@@ -1,5 +1,6 @@
 #include "sim/simulator.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -14,6 +15,14 @@ std::vector<PowerCapWindow> power_caps(const Scenario& s, unsigned gpu) {
   std::vector<PowerCapWindow> out;
   for (const ScenarioEvent& e : s.events) {
     if (e.kind == EventKind::kPowerCap && e.gpu == gpu) out.push_back({e.at_s, e.at_s + e.duration_s, e.limit_w});
+  }
+  return out;
+}
+
+std::vector<ContextWindow> contexts(const Scenario& s, unsigned gpu) {
+  std::vector<ContextWindow> out;
+  for (const ProcessSpec& p : s.processes) {
+    if (std::find(p.gpus.begin(), p.gpus.end(), gpu) != p.gpus.end()) out.push_back({p.start_s, p.end_s});
   }
   return out;
 }
@@ -71,7 +80,7 @@ Simulator::Simulator(Scenario scenario, SimClock clock)
     const GpuSpec& spec = scenario_.gpus[i];
     devices_.push_back(std::unique_ptr<SimDevice>(new SimDevice{
         i, spec, *spec.model, make_identity(scenario_.seed, i, *spec.model),
-        GpuPhysics(spec, power_caps(scenario_, i), scenario_.seed, i)}));
+        GpuPhysics(spec, power_caps(scenario_, i), contexts(scenario_, i), scenario_.seed, i)}));
   }
 }
 

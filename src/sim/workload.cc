@@ -14,18 +14,42 @@ struct BusyShape {
   double util;
 };
 
-constexpr BusyShape kTraining{.sm = 0.82, .gr = 0.90, .occupancy = 0.42, .tensor = 0.50, .dram = 0.45, .fp64 = 0,
-                              .fp32 = 0.10, .fp16 = 0.22, .integer = 0.12, .pcie_rx_mibps = 600,
+// Shapes measured on a real H100 (shared/reference/real-h100, phase means at 1 s) are marked so;
+// the others are mixes of them. PCIe rates are MiB/s unless a profile scales them to the link.
+constexpr BusyShape kTraining{.sm = 0.80, .gr = 0.90, .occupancy = 0.30, .tensor = 0.42, .dram = 0.30, .fp64 = 0,
+                              .fp32 = 0.02, .fp16 = 0.02, .integer = 0.10, .pcie_rx_mibps = 600,
                               .pcie_tx_mibps = 120, .nvlink_share = 0.8, .util = 0.98};
-constexpr BusyShape kNoTensor{.sm = 0.80, .gr = 0.90, .occupancy = 0.45, .tensor = 0, .dram = 0.35, .fp64 = 0.02,
-                              .fp32 = 0.55, .fp16 = 0, .integer = 0.20, .pcie_rx_mibps = 400, .pcie_tx_mibps = 80,
-                              .nvlink_share = 0.5, .util = 0.98};
-constexpr BusyShape kMemoryBound{.sm = 0.35, .gr = 0.92, .occupancy = 0.30, .tensor = 0.03, .dram = 0.88,
-                                 .fp64 = 0, .fp32 = 0.12, .fp16 = 0.05, .integer = 0.10, .pcie_rx_mibps = 300,
-                                 .pcie_tx_mibps = 60, .nvlink_share = 0.3, .util = 0.98};
-constexpr BusyShape kSmallKernels{.sm = 0.25, .gr = 0.88, .occupancy = 0.08, .tensor = 0.05, .dram = 0.12,
-                                  .fp64 = 0, .fp32 = 0.08, .fp16 = 0.04, .integer = 0.10, .pcie_rx_mibps = 200,
-                                  .pcie_tx_mibps = 50, .nvlink_share = 0.1, .util = 0.95};
+// Measured: a bf16 8192x8192 matmul loop. Occupancy is low (0.14) at full speed: GEMM kernels run
+// few, large thread blocks per SM.
+constexpr BusyShape kGemm{.sm = 0.961, .gr = 0.995, .occupancy = 0.142, .tensor = 0.933, .dram = 0.252, .fp64 = 0,
+                          .fp32 = 0, .fp16 = 0, .integer = 0.05, .pcie_rx_mibps = 17, .pcie_tx_mibps = 6.7,
+                          .nvlink_share = 0, .util = 0.995};
+// Measured: an fp32 matmul with TF32 off: the SMs are as busy as in the bf16 GEMM, the FP32 pipe does
+// the work, the tensor pipes stay at 0.
+constexpr BusyShape kNoTensor{.sm = 0.967, .gr = 0.998, .occupancy = 0.121, .tensor = 0, .dram = 0.066, .fp64 = 0,
+                              .fp32 = 0.773, .fp16 = 0, .integer = 0.05, .pcie_rx_mibps = 5, .pcie_tx_mibps = 2.7,
+                              .nvlink_share = 0, .util = 1.0};
+// Measured: a 4 GiB device-to-device copy. A memory-bound kernel keeps its SMs active (and highly
+// occupied) while they stall on DRAM.
+constexpr BusyShape kMemoryBound{.sm = 0.989, .gr = 0.992, .occupancy = 0.793, .tensor = 0, .dram = 0.895,
+                                 .fp64 = 0, .fp32 = 0, .fp16 = 0, .integer = 0.10, .pcie_rx_mibps = 25,
+                                 .pcie_tx_mibps = 10, .nvlink_share = 0, .util = 0.99};
+// Measured: a loop of 1024-element adds. The engine is busy launching (and "utilization" counts it)
+// while each kernel occupies a sliver of one SM for microseconds; the launches stream over PCIe.
+constexpr BusyShape kSmallKernels{.sm = 0.0002, .gr = 0.239, .occupancy = 0.000013, .tensor = 0, .dram = 0.0000066,
+                                  .fp64 = 0, .fp32 = 0.0000027, .fp16 = 0, .integer = 0.0001, .pcie_rx_mibps = 152,
+                                  .pcie_tx_mibps = 18.6, .nvlink_share = 0, .util = 0.24};
+// Measured: pinned host-to-device copies. Only the copy engine works: "utilization" reads ~100% with
+// the graphics engine and SMs idle; RX is set to kH2dRxLinkShare of the link by the profile.
+constexpr BusyShape kH2dCopy{.sm = 0, .gr = 0.00006, .occupancy = 0, .tensor = 0, .dram = 0.0155, .fp64 = 0,
+                             .fp32 = 0, .fp16 = 0, .integer = 0, .pcie_rx_mibps = 0, .pcie_tx_mibps = 0,
+                             .nvlink_share = 0, .util = 0.999};
+// Measured: bf16 matmul bursts with 120 ms host-side sleeps between them (CPU preprocessing), as the
+// 1 s means see it: every sample shows the same low level, no visible sawtooth. kCpuStarvedDuty of
+// each second runs the GEMM.
+constexpr BusyShape kCpuStarved{.sm = 0.156, .gr = 0.19, .occupancy = 0.023, .tensor = 0.151, .dram = 0.056,
+                                .fp64 = 0, .fp32 = 0, .fp16 = 0, .integer = 0.01, .pcie_rx_mibps = 4.3,
+                                .pcie_tx_mibps = 2.4, .nvlink_share = 0, .util = 0.20};
 constexpr BusyShape kStarved{.sm = 0.04, .gr = 0.12, .occupancy = 0.02, .tensor = 0.01, .dram = 0.05, .fp64 = 0,
                              .fp32 = 0.01, .fp16 = 0.01, .integer = 0.02, .pcie_rx_mibps = 0, .pcie_tx_mibps = 100,
                              .nvlink_share = 0.02, .util = 0.45};
@@ -33,6 +57,12 @@ constexpr BusyShape kInference{.sm = 0.55, .gr = 0.65, .occupancy = 0.25, .tenso
                                .fp32 = 0.05, .fp16 = 0.20, .integer = 0.10, .pcie_rx_mibps = 800,
                                .pcie_tx_mibps = 300, .nvlink_share = 0, .util = 0.85};
 
+constexpr double kH2dRxLinkShare = 0.88;   // measured: 55.5 GB/s on a gen5 x16 link (63 GB/s)
+constexpr double kH2dTxLinkShare = 0.053;  // completions and flow control going back: 3.3 GB/s
+constexpr double kCpuStarvedDuty = kCpuStarved.sm / kGemm.sm;
+// NVML's memory utilization is the share of time memory was read or written at its sampling grain,
+// above the bandwidth share DRAM active reports: measured 33% at DRAM 0.252, 9% at 0.066, 2% at 0.016.
+constexpr double kMemUtilPerDram = 1.33;
 constexpr double kDataStarvedPeriodS = 12;
 constexpr double kStarvedFraction = 0.45;  // of each data_starved cycle spent waiting for input
 constexpr double kBurstGapS = 10;
@@ -40,15 +70,7 @@ constexpr double kBurstWindowS = 3;
 constexpr double kStragglerSlowdown = 0.72;
 constexpr double kRunawayRampS = 1200;
 constexpr double kRunawayMaxDegradation = 3.0;
-
 double clamp01(double x) { return std::clamp(x, 0.0, 1.0); }
-
-// What one PCIe link can carry, MiB/s (per-lane rate after line coding, times lanes).
-double pcie_link_mibps(const GpuModel& model) {
-  static constexpr double kLaneMBps[] = {0, 250, 500, 985, 1969, 3938, 7877};
-  const unsigned gen = std::min(model.pcie_gen, 6U);
-  return kLaneMBps[gen] * model.pcie_width * 1e6 / 1048576.0;
-}
 
 Activity make_busy(const BusyShape& s, double level, std::uint64_t cell, const GpuModel& model, const Noise& noise) {
   const auto jitter = [&](Signal sig, double amplitude) { return 1.0 + amplitude * noise.symmetric(sig, cell); };
@@ -79,14 +101,20 @@ Activity make_busy(const BusyShape& s, double level, std::uint64_t cell, const G
   m[kNvlinkTxMiBps] = nvlink * 0.98;
   // "Utilization" only says a kernel was running; it is at least the SM activity, often far more.
   a.util_gpu = clamp01(std::max(sm, s.util * (1.0 + 0.01 * noise.symmetric(Signal::kUtil, cell))));
-  a.util_mem = clamp01(m[kDramActive] * 0.85);
+  a.util_mem = clamp01(m[kDramActive] * kMemUtilPerDram);
   return a;
 }
 
 }  // namespace
 
+double pcie_link_mibps(unsigned gen, unsigned width) {
+  // Per-lane rate after line coding (8b/10b to gen 2, 128b/130b from gen 3), MB/s.
+  static constexpr double kLaneMBps[] = {0, 250, 500, 985, 1969, 3938, 7877};
+  return kLaneMBps[std::min(gen, 6U)] * width * 1e6 / 1048576.0;
+}
+
 Activity workload_activity(const WorkloadSpec& spec, double phase_elapsed_s, std::uint64_t cell,
-                           const GpuModel& model, const Noise& noise) {
+                           const GpuModel& model, double link_mibps, const Noise& noise) {
   const double level = spec.level;
   switch (spec.profile) {
     case Profile::kIdle:
@@ -95,6 +123,8 @@ Activity workload_activity(const WorkloadSpec& spec, double phase_elapsed_s, std
     case Profile::kTraining:
     case Profile::kMemoryLeak:
       return make_busy(kTraining, level, cell, model, noise);
+    case Profile::kGemm:
+      return make_busy(kGemm, level, cell, model, noise);
     case Profile::kThermalRunaway: {
       Activity a = make_busy(kTraining, level, cell, model, noise);
       const double ramp = spec.ramp_s > 0 ? spec.ramp_s : kRunawayRampS;
@@ -115,13 +145,32 @@ Activity workload_activity(const WorkloadSpec& spec, double phase_elapsed_s, std
       return make_busy(kMemoryBound, level, cell, model, noise);
     case Profile::kSmallKernels:
       return make_busy(kSmallKernels, level, cell, model, noise);
+    case Profile::kH2dCopy: {
+      BusyShape shape = kH2dCopy;
+      // `level` scales the bandwidth the copies reach; the copy engine is busy all the same.
+      shape.pcie_rx_mibps = kH2dRxLinkShare * link_mibps;
+      shape.pcie_tx_mibps = kH2dTxLinkShare * link_mibps;
+      shape.dram *= level;
+      Activity a = make_busy(shape, 1.0, cell, model, noise);
+      a.metric[kPcieRxMiBps] = std::min(link_mibps, a.metric[kPcieRxMiBps] * level);
+      a.metric[kPcieTxMiBps] *= level;
+      return a;
+    }
     case Profile::kDataStarved: {
+      if (spec.source == StarvedSource::kCpu && spec.period_s <= 0) {
+        // Sub-second bursts: each 1 s cell holds several GEMM bursts and host-side gaps.
+        Activity a = make_busy(kCpuStarved, level, cell, model, noise);
+        a.duty = std::min(1.0, kCpuStarvedDuty * level);
+        return a;
+      }
       const double period = spec.period_s > 0 ? spec.period_s : kDataStarvedPeriodS;
       const double x = std::fmod(phase_elapsed_s, period) / period;
       if (x < kStarvedFraction) {
-        // Waiting for the input pipeline: the next batch streams in over PCIe, the SMs idle.
+        // Waiting for the input pipeline, the SMs idle: data loading streams the next batch in over
+        // PCIe; CPU-side preprocessing moves nothing until the batch is ready.
         BusyShape shape = kStarved;
-        shape.pcie_rx_mibps = 0.4 * pcie_link_mibps(model);
+        shape.pcie_rx_mibps = spec.source == StarvedSource::kPcie ? 0.4 * link_mibps : kCpuStarved.pcie_rx_mibps;
+        shape.pcie_tx_mibps = spec.source == StarvedSource::kPcie ? kStarved.pcie_tx_mibps : kCpuStarved.pcie_tx_mibps;
         return make_busy(shape, 1.0, cell, model, noise);
       }
       // Computing on the batch; SM activity decays over the burst (the sawtooth), the input

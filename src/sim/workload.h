@@ -44,12 +44,19 @@ struct Activity {
   double board_clock_factor = 1.0;
   // thermal_runaway: how much worse than nominal the cooling is (thermal resistance factor).
   double cooling_degradation = 1.0;
+  // Share of the cell the work ran when it comes in bursts shorter than a cell (1 = steady): the
+  // metrics are the cell's means, but the bursts meet the power limit at their own peak.
+  double duty = 1.0;
 
   bool busy() const { return util_gpu > 0; }
 };
 
-// The activity of one 1-second cell `cell` of a GPU running `spec` since `phase_elapsed_s`.
+// What a PCIe link of `gen` and `width` lanes carries in one direction, MiB/s.
+double pcie_link_mibps(unsigned gen, unsigned width);
+
+// The activity of one 1-second cell `cell` of a GPU running `spec` since `phase_elapsed_s`, on a
+// PCIe link that carries `link_mibps`.
 Activity workload_activity(const WorkloadSpec& spec, double phase_elapsed_s, std::uint64_t cell,
-                           const GpuModel& model, const Noise& noise);
+                           const GpuModel& model, double link_mibps, const Noise& noise);
 
 }  // namespace gpuscope::sim

@@ -232,7 +232,9 @@ TEST(Invariants, PowerCapForAnHour) {
 TEST(Invariants, BurstyInferenceForSixHours) {
   const RunResult r = long_run("inference_bursty", 6, 0.04);
   ASSERT_EQ(r.gpus.size(), 4U);
-  EXPECT_NE(r.gpus[2].reasons_seen & nvmlClocksEventReasonGpuIdle, 0U);
+  // The server's context stays resident between bursts: the GPU never parks (measured on an H100:
+  // a held context keeps P0 and full clocks with no clock event reason).
+  EXPECT_EQ(r.gpus[2].reasons_seen & nvmlClocksEventReasonGpuIdle, 0U);
 }
 
 TEST(Invariants, TemperatureLagsPower) {
@@ -248,13 +250,16 @@ TEST(Invariants, TemperatureLagsPower) {
   const GpuReading just_after = at(605.5);
   const GpuReading settled = at(900.5);
   EXPECT_GT(just_after.power_mw, 3 * before.power_mw);  // power steps at once
-  EXPECT_GT(settled.temp_c, before.temp_c + 15);         // the heat sink warms up by tens of degrees
-  // ... but only slowly: after 6 s the temperature has made less than a quarter of its way.
-  EXPECT_LT(just_after.temp_c - before.temp_c, (settled.temp_c - before.temp_c) / 4.0);
-  // One time constant (~45 s) in, it is roughly two thirds there.
-  const GpuReading tau = at(645.5);
-  EXPECT_GT(tau.temp_c - before.temp_c, 0.4 * (settled.temp_c - before.temp_c));
-  EXPECT_LT(tau.temp_c - before.temp_c, 0.85 * (settled.temp_c - before.temp_c));
+  EXPECT_GT(settled.temp_c, before.temp_c + 15);         // the die warms up by tens of degrees
+  // Two poles, as measured on an H100 stepping from 130 W to 700 W (+18 °C within 1 s, then ~0.5 °C/s):
+  // the die jumps most of its way within seconds...
+  const double way = settled.temp_c - before.temp_c;
+  EXPECT_GT(just_after.temp_c - before.temp_c, 0.5 * way);
+  EXPECT_LT(just_after.temp_c - before.temp_c, 0.8 * way);
+  // ... and the cold plate takes the rest over tens of seconds.
+  const GpuReading tau = at(625.5);
+  EXPECT_GT(tau.temp_c, just_after.temp_c);
+  EXPECT_LT(tau.temp_c, settled.temp_c);
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ TEST(Profiles, TrainingKeepsSmsAndTensorCoresBusy) {
   for (unsigned i = 0; i < 8; ++i) {
     const auto m = gpm_now(s.gpu(i));
     EXPECT_GT(m.at(NVML_GPM_METRIC_SM_UTIL), 70);
-    EXPECT_GT(m.at(NVML_GPM_METRIC_ANY_TENSOR_UTIL), 40);
+    EXPECT_GT(m.at(NVML_GPM_METRIC_ANY_TENSOR_UTIL), 35);
     EXPECT_GT(m.at(NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC), 10000);
     const GpuReading r = read_gpu(s.gpu(i));
     EXPECT_GE(r.util_gpu, 95U);
@@ -65,14 +65,17 @@ TEST(Profiles, DataStarvedSawtoothWithPcieBursts) {
   for (std::size_t i = 0; i + 12 < sm.size(); ++i) EXPECT_EQ(sm[i] < 0.1, sm[i + 12] < 0.1) << i;
 }
 
-TEST(Profiles, MemoryBoundSaturatesDramNotSms) {
+// A memory-bound kernel keeps its SMs active (and occupied) while they stall on DRAM: measured on an
+// H100's device copy, SM active 0.99, occupancy 0.79, DRAM 0.895.
+TEST(Profiles, MemoryBoundSaturatesDramWithTheSmsStalled) {
   Session s("memory_bound", 60.5);
   ASSERT_TRUE(s.ok());
   const auto m = gpm_now(s.gpu(0));
   EXPECT_GT(m.at(NVML_GPM_METRIC_DRAM_BW_UTIL), 80);
-  EXPECT_LT(m.at(NVML_GPM_METRIC_SM_UTIL), 45);
-  EXPECT_LT(m.at(NVML_GPM_METRIC_ANY_TENSOR_UTIL), 10);
-  EXPECT_GT(read_gpu(s.gpu(0)).util_mem, 60U);
+  EXPECT_GT(m.at(NVML_GPM_METRIC_SM_UTIL), 90);
+  EXPECT_GT(m.at(NVML_GPM_METRIC_SM_OCCUPANCY), 60);
+  EXPECT_EQ(m.at(NVML_GPM_METRIC_ANY_TENSOR_UTIL), 0);
+  EXPECT_GT(read_gpu(s.gpu(0)).util_mem, 95U);
 }
 
 TEST(Profiles, NoTensorNeverUsesTensorPipes) {
@@ -88,14 +91,16 @@ TEST(Profiles, NoTensorNeverUsesTensorPipes) {
   }
 }
 
+// Measured on an H100 running 1024-element adds in a loop: graphics engine 0.24, utilization 24%,
+// SM active 0.0002 (each kernel holds a sliver of one SM for microseconds).
 TEST(Profiles, SmallKernelsKeepTheEngineBusyButTheSmsEmpty) {
   Session s("small_kernels", 30.5);
   ASSERT_TRUE(s.ok());
   const auto m = gpm_now(s.gpu(0));
-  EXPECT_GT(m.at(NVML_GPM_METRIC_GRAPHICS_UTIL), 80);
-  EXPECT_LT(m.at(NVML_GPM_METRIC_SM_UTIL), 35);
-  EXPECT_LT(m.at(NVML_GPM_METRIC_SM_OCCUPANCY), 15);
-  EXPECT_GE(read_gpu(s.gpu(0)).util_gpu, 90U);
+  EXPECT_NEAR(m.at(NVML_GPM_METRIC_GRAPHICS_UTIL), 24, 3);
+  EXPECT_LT(m.at(NVML_GPM_METRIC_SM_UTIL), 0.1);
+  EXPECT_LT(m.at(NVML_GPM_METRIC_SM_OCCUPANCY), 0.01);
+  EXPECT_NEAR(read_gpu(s.gpu(0)).util_gpu, 24U, 3U);
 }
 
 TEST(Profiles, IdleParksTheGpu) {
@@ -107,7 +112,7 @@ TEST(Profiles, IdleParksTheGpu) {
   EXPECT_EQ(r.reasons, nvmlClocksEventReasonGpuIdle);
   EXPECT_EQ(r.sm_mhz, 345U);
   EXPECT_LT(r.power_mw, 100000U);
-  EXPECT_LT(r.temp_c, 40U);
+  EXPECT_NEAR(r.temp_c, 47U, 2U);  // measured on a parked H100
   int pstate = 0;
   EXPECT_EQ(NVML(nvmlDeviceGetPerformanceState)(dev, &pstate), NVML_SUCCESS);
   EXPECT_EQ(pstate, 8);
@@ -127,7 +132,8 @@ TEST(Profiles, InferenceBurstyAlternatesBusyAndIdle) {
     s.at(t + 0.5);
     const GpuReading r = read_gpu(s.gpu(0));
     if (r.util_gpu > 50) ++busy;
-    if (r.util_gpu == 0 && (r.reasons & nvmlClocksEventReasonGpuIdle) != 0 && r.mem_v2.used > (8ULL << 30)) {
+    // Between bursts the model's context stays resident: full clocks, no clock event reason.
+    if (r.util_gpu == 0 && r.reasons == 0 && r.sm_mhz == 1980U && r.mem_v2.used > (8ULL << 30)) {
       ++idle_with_model_resident;
     }
   }
@@ -166,7 +172,7 @@ TEST(Profiles, ThermalRunawayClimbsThrottlesAndCountsViolationTime) {
   }
   const GpuReading after = read_gpu(hot);
   EXPECT_GE(after.temp_c, slowdown - 6);
-  EXPECT_GT(after.temp_c, before.temp_c + 15);
+  EXPECT_GT(after.temp_c, before.temp_c + 5);
   EXPECT_GT(after.violation_ns[NVML_PERF_POLICY_THERMAL], 60ULL * kNsPerS);
   EXPECT_TRUE(saw_throttled_clock);
   EXPECT_EQ(read_gpu(fine).violation_ns[NVML_PERF_POLICY_THERMAL], 0U);
@@ -199,7 +205,11 @@ TEST(Profiles, StalledProcessesHoldMemoryButNothingRuns) {
   for (unsigned i = 0; i < 4; ++i) {
     const GpuReading r = read_gpu(s.gpu(i));
     EXPECT_EQ(r.util_gpu, 0U);
-    EXPECT_NE(r.reasons & nvmlClocksEventReasonGpuIdle, 0U);
+    // Measured on an H100 whose process holds a context and runs nothing: no clock event reason,
+    // full clocks, ~130 W (72 W parked).
+    EXPECT_EQ(r.reasons, 0U);
+    EXPECT_EQ(r.sm_mhz, 1980U);
+    EXPECT_NEAR(r.power_mw / 1000.0, 130, 4);
     EXPECT_EQ(sm_active(s.gpu(i)), 0.0);
     const auto procs = processes(s.gpu(i));
     ASSERT_EQ(procs.size(), 1U);
@@ -350,7 +360,7 @@ TEST(Profiles, FieldValuesAgreeWithTheDedicatedCalls) {
   EXPECT_EQ(f[1].valueType, NVML_VALUE_TYPE_UNSIGNED_INT);
   EXPECT_EQ(f[1].value.uiVal, r.power_mw);
   EXPECT_EQ(f[2].value.uiVal, r.power_mw);
-  EXPECT_GT(f[3].value.uiVal, r.temp_c);  // HBM runs warmer than the die sensor
+  EXPECT_LT(f[3].value.uiVal, r.temp_c);  // under compute the die is hotter than HBM (H100: 77 vs 69 °C)
   EXPECT_EQ(f[5].value.uiVal, 18U);
   // Timestamps are the simulated wall time in microseconds.
   EXPECT_EQ(f[0].timestamp, (s.epoch_ns() + 1234'500'000'000LL) / 1000);

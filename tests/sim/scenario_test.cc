@@ -236,6 +236,9 @@ TEST(BadScenarios, InitFailsWithFileLineAndReason) {
       {"start: 2262-04-11T23:47:16Z\ngpus: {count: 1, model: NVIDIA L4}\n", {"", 1, "between 1970 and 2200"}},
       {"gpus:\n  count: 1\n  model: Tesla T4\nevents:\n  - at: 1m\n    row_remap: pending\n",
        {"", 6, "has no row remapping"}},
+      {g + "workload:\n  profile: {profile: data_starved, source: disk}\n",
+       {"", 5, "unknown source 'disk' (known: pcie, cpu)"}},
+      {g + "workload:\n  profile: {profile: training, source: cpu}\n", {"", 5, "source applies to the data_starved"}},
   };
   for (const auto& [yaml, expected] : cases) {
     SCOPED_TRACE(yaml);
