@@ -21,14 +21,15 @@ namespace gpuscope::cli {
 namespace {
 
 constexpr std::string_view kDiagnoseDescription =
-    "Say why each GPU is slow or wasted: one verdict per GPU over a window of its recorded readings (idle,\n"
-    "transfer_bound, launch_bound, input_starved, no_tensor_cores, memory_bound, compute_bound, unhealthy,\n"
-    "unknown), the values that decided it and the usual fix, plus findings (power capped, thermal slowdown,\n"
-    "memory nearly full, imbalance, utilization.gpu far above SM active). Reads a running agent or any\n"
-    "Prometheus (--url), a data directory (--data-dir; an import too, the agent may keep running) or a\n"
-    "simulator scenario run on a virtual clock (--simulate=SCENARIO, --at as a time into it). --timeline\n"
-    "prints each GPU's verdict changes over --since before --at instead. Times: Unix seconds, RFC 3339,\n"
-    "now or now-DURATION. Exit 1 when the window holds no GPU readings (the nearest are named).";
+    "Say why each GPU is slow or wasted: one verdict per GPU over a window of its recorded readings\n"
+    "(idle, transfer_bound, launch_bound, input_starved, no_tensor_cores, memory_bound, compute_bound,\n"
+    "unhealthy, unknown), the values that decided it and the usual fix, plus findings (power capped,\n"
+    "thermal slowdown, memory nearly full, imbalance, utilization.gpu far above SM active). Reads a\n"
+    "running agent or any Prometheus (--url), a data directory (--data-dir; an import too, the agent\n"
+    "may keep running) or a simulator scenario run on a virtual clock (--simulate=SCENARIO, --at as a\n"
+    "time into it). --timeline prints each GPU's verdict changes over --since before --at instead.\n"
+    "Times: Unix seconds, RFC 3339, now or now-DURATION. Exit 1 when the window holds no GPU readings\n"
+    "(the nearest are named).";
 
 constexpr std::string_view kDiagnoseExample =
     "  gpuscope diagnose --url http://127.0.0.1:9400\n"
