@@ -96,11 +96,12 @@ std::expected<BacktestOptions, ParseExit> parse_backtest_args(std::span<const st
                                                               const GlobalOptions& global) {
   auto app = make_verb_app(
       "backtest",
-      "Run a simulator scenario through the agent's reading path, history and rules on a virtual clock, as fast\n"
-      "as possible, and print when each alert went pending, fired and resolved (with its labels and summary),\n"
-      "and, between them, each GPU's diagnosis verdict changes (as `gpuscope diagnose`, over the last 30s,\n"
-      "every 30s of scenario time; written to the store as the agent does, so rules can read them).\n"
-      "Without --rules the built-in rule pack (rules/gpu.rules.yml) is used. Needs no GPU and no running agent.\n"
+      "Run a simulator scenario through the agent's reading path, history and rules on a virtual\n"
+      "clock, as fast as possible, and print when each alert went pending, fired and resolved (with its\n"
+      "labels and summary) and, between them, each GPU's diagnosis verdict changes (as `gpuscope\n"
+      "diagnose`, over the last 30s, every 30s of scenario time; written to the store as the agent does,\n"
+      "so rules can read them). Without --rules the built-in rule pack (rules/gpu.rules.yml) is used.\n"
+      "Needs no GPU and no running agent.\n"
       "On a terminal, stderr shows how far a long run has got.",
       "  gpuscope backtest --scenario scenarios/thermal_runaway.yaml --duration 1h\n"
       "  gpuscope backtest --scenario scenarios/ecc.yaml --duration 6h --rules my.rules.yml --format json");
