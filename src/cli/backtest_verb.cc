@@ -2,19 +2,19 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <ostream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "agent/history_recorder.h"
 #include "agent/rule_evaluation_loop.h"
+#include "cli/backtest_diagnosis.h"
 #include "cli/backtest_progress.h"
-#include "export/metric_set.h"
+#include "cli/simulated_history.h"
 #include "export/timestamp_text.h"
 #include "promql/parser.h"
 #include "rules/rule_manager.h"
@@ -51,6 +51,35 @@ json labels_json(const store::Labels& labels) {
   return out;
 }
 
+// A verdict change as a row of the timeline: STATE "verdict", the verdict where the alert's name goes.
+std::string verdict_row(const VerdictEvent& v) {
+  std::string verdict(analysis::verdict_id(v.verdict));
+  if (!v.detail.empty()) verdict += " (" + v.detail + ")";
+  std::string summary = v.summary;
+  if (!v.findings.empty()) {
+    std::string ids;
+    for (const auto& f : v.findings) ids += (ids.empty() ? "" : ", ") + f;
+    summary += " [" + ids + "]";
+  }
+  return pad(offset_text(v.offset_ms), 11) + pad("verdict", 10) + pad(verdict, 31) + ' ' +
+         pad(v.identity.gpu.empty() ? "-" : v.identity.gpu, 5) + pad(v.identity.host.empty() ? "-" : v.identity.host, 20) +
+         pad("-", 10) + summary + '\n';
+}
+
+json verdict_json(const VerdictEvent& v, const std::string& time) {
+  json out = {{"offset_seconds", static_cast<double>(v.offset_ms) / 1000.0},
+              {"time", time},
+              {"gpu", v.identity.gpu},
+              {"uuid", v.identity.uuid},
+              {"host", v.identity.host},
+              {"from_verdict", v.from ? json(analysis::verdict_id(*v.from)) : json(nullptr)},
+              {"verdict", analysis::verdict_id(v.verdict)},
+              {"summary", v.summary},
+              {"findings", v.findings}};
+  if (!v.detail.empty()) out["detail"] = v.detail;
+  return out;
+}
+
 }  // namespace
 
 std::string default_rule_pack(const std::string& dir) {
@@ -67,9 +96,12 @@ std::expected<BacktestOptions, ParseExit> parse_backtest_args(std::span<const st
                                                               const GlobalOptions& global) {
   auto app = make_verb_app(
       "backtest",
-      "Run a simulator scenario through the agent's reading path, history and rules on a virtual clock, as fast\n"
-      "as possible, and print when each alert went pending, fired and resolved (with its labels and summary).\n"
-      "Without --rules the built-in rule pack (rules/gpu.rules.yml) is used. Needs no GPU and no running agent.\n"
+      "Run a simulator scenario through the agent's reading path, history and rules on a virtual\n"
+      "clock, as fast as possible, and print when each alert went pending, fired and resolved (with its\n"
+      "labels and summary) and, between them, each GPU's diagnosis verdict changes (as `gpuscope\n"
+      "diagnose`, over the last 30s, every 30s of scenario time; written to the store as the agent does,\n"
+      "so rules can read them). Without --rules the built-in rule pack (rules/gpu.rules.yml) is used.\n"
+      "Needs no GPU and no running agent.\n"
       "On a terminal, stderr shows how far a long run has got.",
       "  gpuscope backtest --scenario scenarios/thermal_runaway.yaml --duration 1h\n"
       "  gpuscope backtest --scenario scenarios/ecc.yaml --duration 6h --rules my.rules.yml --format json");
@@ -142,35 +174,19 @@ int run_backtest(std::span<const std::string> args, const Invocation& inv) {
   for (const std::string& e : groups->empty) inv.err << "gpuscope: warning: " << e << '\n';
   const std::size_t rule_count = groups->rule_count;
 
-  // The simulator starts frozen at the scenario's t = 0; from then on only this loop moves its clock.
-  ::setenv("GPUSCOPE_SIM_TIME", "0", 1);
-  ::setenv("GPUSCOPE_SIM_QUIET", "1", 1);
-  Invocation sim_inv{inv.global, inv.out, inv.err, inv.stop, false};
-  sim_inv.global.simulate = true;
-  sim_inv.global.scenario = o.scenario;
-  nvml::BackendOptions reading;
-  reading.watch_events = true;
-  reading.poll_events = true;  // events land in the reading of the virtual time they happen at
-  reading.read_pcie_throughput = false;
-  auto opened = open_backend(sim_inv, reading);
+  auto opened = SimulatedHistory::open(inv, o.scenario, o.prices);
   if (!opened) return opened.error();
-  auto& backend = **opened;
-
-  log::Logger log(inv.err, log::Level::kWarn);
-  exporter::GpuMetricsOptions metrics;
-  metrics.hourly_price_dollars = hourly_prices(o.prices, backend.gpus());
-  metrics.price_tier = std::string(model::price_tier_name(o.prices.tier));
-  store::Head head;
-  agent::HistoryRecorder recorder(head, backend.gpus(), backend.system(), metrics, log);
-  recorder.set_metric_set(std::make_shared<const exporter::MetricSet>(exporter::default_metric_set()));
+  SimulatedHistory& sim = **opened;
+  store::Head& head = sim.head();
   rules::RuleManagerOptions ro;
   ro.default_interval_ms = o.evaluation_interval.count();
   ro.engine.default_subquery_step_ms = o.evaluation_interval.count();
   rules::RuleManager manager(std::move(groups->groups), std::move(ro));
   rules::StoreAppender<store::Head> appender(head);
 
-  const auto start = backend.now();
-  const std::int64_t start_ms = std::chrono::duration_cast<std::chrono::milliseconds>(start.time_since_epoch()).count();
+  const std::int64_t start_ms = sim.start_ms();
+  const auto start = std::chrono::system_clock::time_point(std::chrono::milliseconds(start_ms));
+  BacktestDiagnosis diagnosis(head, start_ms);
   const std::int64_t end_ms = start_ms + o.duration.count();
   std::vector<AlertEvent> events;
   std::map<std::pair<std::string, store::Labels>, std::string> last_state;
@@ -180,12 +196,17 @@ int run_backtest(std::span<const std::string> args, const Invocation& inv) {
   for (std::int64_t t = start_ms; t <= end_ms; t += o.interval.count()) {
     progress.update(t - start_ms, events.size());
     if (inv.stop.load(std::memory_order_relaxed)) break;
-    if (!backend.set_sim_time(std::chrono::system_clock::time_point(std::chrono::milliseconds(t)))) {
+    if (auto recorded = sim.record_at(t); !recorded) {
       progress.finish();
-      inv.err << "gpuscope: the simulated NVML did not accept the virtual time\n";
+      inv.err << "gpuscope: " << recorded.error() << '\n';
       return kExitRuntime;
     }
-    recorder.record(backend.sample());
+    // Before the rules, which may read the verdicts it writes.
+    if (auto diagnosed = diagnosis.evaluate_due(t); !diagnosed) {
+      progress.finish();
+      inv.err << "gpuscope: the diagnosis could not be stored: " << diagnosed.error() << '\n';
+      return kExitRuntime;
+    }
     if (t < next_eval) continue;
     next_eval = manager.evaluate_due(head, appender, t);
     std::map<std::pair<std::string, store::Labels>, std::string> now_state;
@@ -219,17 +240,23 @@ int run_backtest(std::span<const std::string> args, const Invocation& inv) {
   std::size_t fired = 0, firing_at_end = 0;
   for (const AlertEvent& e : events) fired += e.state == "firing";
   for (const auto& [key, state] : last_state) firing_at_end += state == "firing";
-  const auto gpus = backend.gpus().size();
+  const auto gpus = sim.backend().gpus().size();
+  const auto& verdicts = diagnosis.events();
+  const auto time_text = [](std::int64_t t_ms) {
+    return exporter::iso_timestamp(std::chrono::system_clock::time_point(std::chrono::milliseconds(t_ms)));
+  };
   if (o.json) {
     json out_events = json::array();
     for (const AlertEvent& e : events) {
       out_events.push_back({{"offset_seconds", static_cast<double>(e.offset_ms) / 1000.0},
-                            {"time", exporter::iso_timestamp(std::chrono::system_clock::time_point(std::chrono::milliseconds(e.t_ms)))},
+                            {"time", time_text(e.t_ms)},
                             {"state", e.state},
                             {"alertname", std::string(e.labels.get("alertname"))},
                             {"labels", labels_json(e.labels)},
                             {"annotations", labels_json(e.annotations)}});
     }
+    json out_verdicts = json::array();
+    for (const VerdictEvent& v : verdicts) out_verdicts.push_back(verdict_json(v, time_text(v.t_ms)));
     json firing = json::array();
     for (const auto& [key, state] : last_state) {
       if (state == "firing") firing.push_back(labels_json(key.second));
@@ -241,28 +268,40 @@ int run_backtest(std::span<const std::string> args, const Invocation& inv) {
                          {"interval_seconds", static_cast<double>(o.interval.count()) / 1000.0},
                          {"rules", rule_count},
                          {"rule_files", o.rule_specs},
+                         {"diagnosis_window_seconds", static_cast<double>(kBacktestDiagnosisWindowMs) / 1000.0},
                          {"events", std::move(out_events)},
+                         {"verdicts", std::move(out_verdicts)},
                          {"firing_at_end", std::move(firing)}};
     inv.out << report.dump() << '\n';
   } else {
     inv.out << fmt::format("Backtest of {}: {} GPU{}, {} of scenario time, a reading every {}, {} rules\n\n", o.scenario,
                            gpus, gpus == 1 ? "" : "s", promql::format_duration(o.duration.count()),
                            promql::format_duration(o.interval.count()), rule_count);
-    if (events.empty()) {
-      inv.out << "No alert went pending or fired.\n";
-    } else {
+    if (!events.empty() || !verdicts.empty()) {
       inv.out << pad("OFFSET", 11) << pad("STATE", 10) << pad("ALERT", 32) << pad("GPU", 5) << pad("HOST", 20)
               << pad("SEVERITY", 10) << "SUMMARY\n";
-      for (const AlertEvent& e : events) {
-        const std::string_view gpu = e.labels.has("gpu") ? e.labels.get("gpu") : "-";
-        std::string_view host = e.labels.get("Hostname");
-        if (host.empty()) host = e.labels.get("hostname");
-        inv.out << pad(offset_text(e.offset_ms), 11) << pad(e.state, 10) << pad(e.labels.get("alertname"), 32) << pad(gpu, 5)
-                << pad(host.empty() ? "-" : host, 20) << pad(e.labels.has("severity") ? e.labels.get("severity") : "-", 10)
-                << e.annotations.get("summary") << '\n';
-      }
-      inv.out << fmt::format("\n{} alert{} fired; {} still firing at the end.\n", fired, fired == 1 ? "" : "s",
-                             firing_at_end);
+    }
+    // Alerts and verdict changes in time order; at one time the verdict first (the rules ran after it).
+    auto verdict = verdicts.begin();
+    const auto print_verdicts_until = [&](std::int64_t t_ms) {
+      for (; verdict != verdicts.end() && verdict->t_ms <= t_ms; ++verdict) inv.out << verdict_row(*verdict);
+    };
+    for (const AlertEvent& e : events) {
+      print_verdicts_until(e.t_ms);
+      const std::string_view gpu = e.labels.has("gpu") ? e.labels.get("gpu") : "-";
+      std::string_view host = e.labels.get("Hostname");
+      if (host.empty()) host = e.labels.get("hostname");
+      inv.out << pad(offset_text(e.offset_ms), 11) << pad(e.state, 10) << pad(e.labels.get("alertname"), 32) << pad(gpu, 5)
+              << pad(host.empty() ? "-" : host, 20) << pad(e.labels.has("severity") ? e.labels.get("severity") : "-", 10)
+              << e.annotations.get("summary") << '\n';
+    }
+    print_verdicts_until(std::numeric_limits<std::int64_t>::max());
+    const std::string changes = fmt::format("{} verdict change{}", verdicts.size(), verdicts.size() == 1 ? "" : "s");
+    if (events.empty()) {
+      inv.out << (verdicts.empty() ? "" : "\n") << "No alert went pending or fired; " << changes << ".\n";
+    } else {
+      inv.out << fmt::format("\n{} alert{} fired; {} still firing at the end; {}.\n", fired, fired == 1 ? "" : "s",
+                             firing_at_end, changes);
     }
   }
   inv.out.flush();

@@ -1,20 +1,15 @@
 #include "cli/eval_verb.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <chrono>
-#include <filesystem>
 #include <optional>
 #include <ostream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/http_get.h"
+#include "cli/read_only_store.h"
 #include "http/query_api.h"
-#include "notify/curl_library.h"
 #include "notify/notification.h"
 #include "promql/engine.h"
 #include "store/tsdb.h"
@@ -22,105 +17,6 @@
 
 namespace gpuscope::cli {
 namespace {
-
-// "now", "now-1h", Unix seconds or RFC 3339.
-std::expected<std::int64_t, std::string> parse_time(std::string_view text, std::int64_t now_ms) {
-  if (text == "now") return now_ms;
-  if (text.starts_with("now-")) {
-    auto d = http::parse_api_duration(text.substr(4));
-    if (!d) return std::unexpected(d.error());
-    return now_ms - *d;
-  }
-  return http::parse_api_time(text);
-}
-
-std::size_t collect(char* data, std::size_t size, std::size_t n, void* out) {
-  static_cast<std::string*>(out)->append(data, size * n);
-  return size * n;
-}
-
-// What came back over HTTP.
-struct HttpAnswer {
-  long status = 0;
-  std::string content_type;
-  std::string body;
-};
-
-// GETs `url` within `timeout` (connecting included); the answer, whatever its status, or a one-line
-// transport error.
-std::expected<HttpAnswer, std::string> http_get(const std::string& url, std::chrono::milliseconds timeout) {
-  auto api = notify::curl_api();
-  if (!api) return std::unexpected(api.error());
-  const notify::CurlApi& curl_fns = **api;
-  CURL* curl = curl_fns.easy_init();
-  if (curl == nullptr) return std::unexpected("cannot initialize libcurl");
-  HttpAnswer answer;
-  char error[CURL_ERROR_SIZE] = {0};
-  curl_fns.easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_fns.easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
-  curl_fns.easy_setopt(curl, CURLOPT_WRITEDATA, &answer.body);
-  curl_fns.easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
-  curl_fns.easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
-  curl_fns.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  const CURLcode rc = curl_fns.easy_perform(curl);
-  if (rc == CURLE_OK) {
-    curl_fns.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &answer.status);
-    const char* type = nullptr;
-    if (curl_fns.easy_getinfo(curl, CURLINFO_CONTENT_TYPE, &type) == CURLE_OK && type != nullptr) answer.content_type = type;
-  }
-  curl_fns.easy_cleanup(curl);
-  if (rc != CURLE_OK) {
-    std::string what = *error != '\0' ? error : curl_fns.easy_strerror(rc);
-    if (rc == CURLE_OPERATION_TIMEDOUT) what += fmt::format(" (--timeout {}ms)", timeout.count());
-    return std::unexpected(fmt::format("{}: {}", url, what));
-  }
-  return answer;
-}
-
-// At most kExcerptBytes of a body on one line, every byte outside printable ASCII escaped: enough to
-// tell an HTML error page or a proxy's message from an API answer without dumping it.
-constexpr std::size_t kExcerptBytes = 120;
-std::string excerpt(std::string_view body) {
-  if (body.empty()) return "empty body";
-  std::string out = "\"";
-  for (const char ch : body.substr(0, kExcerptBytes)) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      default:
-        if (c < 0x20 || c >= 0x7f) {
-          out += fmt::format("\\x{:02x}", c);
-        } else {
-          out += ch;
-        }
-    }
-  }
-  out += '"';
-  if (body.size() > kExcerptBytes) out += fmt::format("... ({} bytes)", body.size());
-  return out;
-}
-
-// Whether an agent holds the data directory's lock (serve takes it with flock for its whole life and
-// writes its pid in it); its pid, or nullopt. The lock file is only opened, never created.
-std::optional<std::string> live_agent(const std::string& data_dir) {
-  const std::string path = data_dir + "/lock";
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  std::optional<std::string> pid;
-  if (::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
-    char text[32] = {0};
-    const auto n = ::pread(fd, text, sizeof text - 1, 0);
-    std::string who = n > 0 ? std::string(text, static_cast<std::size_t>(n)) : std::string("?");
-    while (!who.empty() && (who.back() == '\n' || who.back() == ' ')) who.pop_back();
-    pid = who;
-  }
-  ::close(fd);  // also releases a shared lock taken above
-  return pid;
-}
 
 std::string metric_text(const nlohmann::json& metric) {
   std::string name, labels;
@@ -270,42 +166,13 @@ int run_eval(std::span<const std::string> args, const Invocation& inv) {
       // Not Prometheus's API (a web page, a proxy's error, an empty answer): say what answered.
       inv.err << "gpuscope: " << url << ": HTTP " << got->status
               << (got->content_type.empty() ? "" : " " + got->content_type)
-              << ", not Prometheus API JSON: " << excerpt(got->body) << '\n';
+              << ", not Prometheus API JSON: " << body_excerpt(got->body) << '\n';
       return kExitRuntime;
     }
     body = std::move(got->body);
   } else {
-    std::error_code ec;
-    if (!std::filesystem::exists(o.data_dir, ec)) {
-      inv.err << "gpuscope: --data-dir " << o.data_dir << ": no such directory\n";
-      return kExitUsage;
-    }
-    if (!std::filesystem::is_directory(o.data_dir, ec)) {
-      inv.err << "gpuscope: --data-dir " << o.data_dir << ": not a directory\n";
-      return kExitUsage;
-    }
-    // Read-only commands never create a store: a directory without one is not a data directory.
-    if (!std::filesystem::exists(std::filesystem::path(o.data_dir) / store::kChunkDatabaseFileName, ec)) {
-      inv.err << "gpuscope: --data-dir " << o.data_dir << ": holds no history (no " << store::kChunkDatabaseFileName
-              << "; is it the directory an agent's --data-dir names?)\n";
-      return kExitUsage;
-    }
-    if (auto pid = live_agent(o.data_dir)) {
-      inv.err << "gpuscope: note: an agent (pid " << *pid << ") is recording into " << o.data_dir
-              << "; its newest readings (up to its --flush-interval, 60s by default) are only in its memory: "
-                 "--url with its address (e.g. http://127.0.0.1:9400) includes them\n";
-    }
-    store::TsdbOptions so;
-    so.data_dir = o.data_dir;
-    so.read_only = true;
-    so.warn = [&inv](std::string_view what) { inv.err << "gpuscope: warning: damaged chunk skipped: " << what << '\n'; };
-    // Reading must not shorten the agent's history: retention is the agent's business.
-    so.retention_ms = std::numeric_limits<std::int64_t>::max() / 4;
-    auto tsdb = store::Tsdb::open(std::move(so), now);
-    if (!tsdb) {
-      inv.err << "gpuscope: --data-dir " << o.data_dir << ": " << tsdb.error() << '\n';
-      return kExitRuntime;
-    }
+    auto tsdb = open_read_only_store(o.data_dir, inv, now);
+    if (!tsdb) return tsdb.error();
     // The agent's limits (its defaults, or the flags given), so a query behaves here as it would there.
     promql::EngineOptions eo;
     eo.timeout = o.timeout;

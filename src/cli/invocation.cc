@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "http/query_api.h"
 #include "model/printable_text.h"
 
 namespace gpuscope::cli {
@@ -170,6 +171,16 @@ std::optional<long long> positive_integer(std::string_view text) {
   auto [ptr, ec] = std::from_chars(text.data(), end, v);
   if (text.empty() || ec != std::errc{} || ptr != end || v <= 0) return std::nullopt;
   return v;
+}
+
+std::expected<std::int64_t, std::string> parse_time(std::string_view text, std::int64_t now_ms) {
+  if (text == "now") return now_ms;
+  if (text.starts_with("now-")) {
+    auto d = http::parse_api_duration(text.substr(4));
+    if (!d) return std::unexpected(d.error());
+    return now_ms - *d;
+  }
+  return http::parse_api_time(text);
 }
 
 }  // namespace gpuscope::cli

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <expected>
 #include <initializer_list>
 #include <optional>
@@ -84,6 +85,9 @@ bool is_one_of(std::string_view value, std::initializer_list<std::string_view> a
 
 // "100ms", "1s", "1.5s", "2m", "1h" (a number and a unit); nullopt for anything else.
 std::optional<std::chrono::nanoseconds> parse_duration(std::string_view text);
+
+// A time flag's value: "now", "now-DURATION" (now-1h), Unix seconds or RFC 3339; the reason otherwise.
+std::expected<std::int64_t, std::string> parse_time(std::string_view text, std::int64_t now_ms);
 
 // A whole number > 0 (for -l, -d, -c, -lms); nullopt for anything else, including "1.5" and "0".
 std::optional<long long> positive_integer(std::string_view text);

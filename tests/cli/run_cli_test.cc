@@ -58,11 +58,11 @@ TEST(RunCli, EveryVerbHasHelpWithAnExample) {
 }
 
 TEST(RunCli, NoVerbIsAUsageError) {
-  expect_usage_error(run_gpuscope({}), "no command given (list, info, query, dmon, serve, eval, import, trace, rules, backtest; see 'gpuscope --help')");
+  expect_usage_error(run_gpuscope({}), "no command given (list, info, query, dmon, serve, eval, diagnose, import, trace, rules, backtest; see 'gpuscope --help')");
 }
 
 TEST(RunCli, UnknownVerbIsAUsageError) {
-  expect_usage_error(run_gpuscope({"top"}), "unknown command 'top' (list, info, query, dmon, serve, eval, import, trace, rules, backtest; see 'gpuscope --help')");
+  expect_usage_error(run_gpuscope({"top"}), "unknown command 'top' (list, info, query, dmon, serve, eval, diagnose, import, trace, rules, backtest; see 'gpuscope --help')");
 }
 
 TEST(RunCli, UnknownGlobalFlagIsAUsageError) {
@@ -164,7 +164,7 @@ TEST(RunCli, TheTopLevelHelpFitsATerminal) {
 
 TEST(RunCli, EveryHelpFitsATerminalAndSaysWhatTheVerbCanExitWith) {
   const std::vector<std::vector<std::string>> helps{
-      {"list"}, {"info"}, {"query"}, {"dmon"}, {"serve"}, {"eval"}, {"import"}, {"trace"}, {"backtest"},
+      {"list"}, {"info"}, {"query"}, {"dmon"}, {"serve"}, {"eval"}, {"diagnose"}, {"import"}, {"trace"}, {"backtest"},
       {"rules", "check"}, {"rules", "test"}};
   for (auto args : helps) {
     const std::string verb = args.front();

@@ -160,7 +160,7 @@ TEST(Backtest, TableOutputAndErrors) {
   EXPECT_NE(table.out.find("Backtest of "), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("+3m        firing    GpuXidFallenOffBus              1    xid-h100-01"), std::string::npos)
       << table.out;
-  EXPECT_NE(table.out.find("1 alert fired; 1 still firing at the end."), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("1 alert fired; 1 still firing at the end; "), std::string::npos) << table.out;
 
   auto none = run_command({kExe, "backtest", "--duration", "10m"});
   EXPECT_EQ(none.exit_code, 2);
