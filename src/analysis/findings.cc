@@ -26,10 +26,16 @@ std::optional<Finding> power_capped(const Segment& seg, const Thresholds& t) {
   if (!(share && *share >= t.throttle_share) && !at_limit) return std::nullopt;
   Finding f;
   f.id = "power_capped";
-  f.summary = "power-capped";
-  if (power) f.summary += fmt::format(": {}", text::watts(*power));
-  if (limit) f.summary += fmt::format(" against a {} limit", text::watts(*limit));
-  if (share) f.summary += fmt::format(", power-cap throttling in {} of the readings", text::share(*share));
+  if (at_limit) {
+    f.summary = fmt::format("power-capped: {} against a {} limit", text::watts(*power), text::watts(*limit));
+    if (share) f.summary += fmt::format(", power-cap throttling in {} of the readings", text::share(*share));
+  } else {
+    // The reason is on while the mean is far below the limit: bursts run into the cap between waits.
+    f.summary = fmt::format("power-capped in bursts: power-cap throttling in {} of the readings", text::share(*share));
+    if (power && limit) {
+      f.summary += fmt::format(" while the mean power is {} of a {} limit", text::watts(*power), text::watts(*limit));
+    }
+  }
   if (const auto clock = seg.mean(Signal::kSmClock)) {
     f.summary += fmt::format("; SM clock {}", text::mhz(*clock));
     if (const auto max = seg.last(Signal::kMaxSmClock)) f.summary += fmt::format(" of {}", text::mhz(*max));

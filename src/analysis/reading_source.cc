@@ -15,9 +15,18 @@ constexpr std::int64_t kLookbackChunkMs = 3600LL * 1000;
 std::expected<std::vector<store::SeriesSamples>, std::string> StoreSource::select(const std::string& name_regex,
                                                                                   std::int64_t from_ms,
                                                                                   std::int64_t to_ms) const {
-  auto matcher = store::LabelMatcher::make(store::LabelMatcher::Op::kRegex, std::string(store::kMetricNameLabel),
-                                           name_regex);
-  if (!matcher) return std::unexpected(matcher.error());
+  std::optional<store::LabelMatcher> matcher;
+  {
+    std::lock_guard lock(mu_);
+    if (!cached_matcher_ || cached_regex_ != name_regex) {
+      auto made = store::LabelMatcher::make(store::LabelMatcher::Op::kRegex, std::string(store::kMetricNameLabel),
+                                            name_regex);
+      if (!made) return std::unexpected(made.error());
+      cached_matcher_ = std::move(*made);
+      cached_regex_ = name_regex;
+    }
+    matcher = cached_matcher_;
+  }
   const std::array<store::LabelMatcher, 1> matchers{*matcher};
   // The store's ranges are closed; the diagnosis' are left-open.
   return data_.select(matchers, from_ms + 1, to_ms);

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <expected>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,11 @@ class StoreSource : public ReadingSource {
 
  private:
   const store::Queryable& data_;
+  // The last regex's compiled matcher: the agent asks with the same one every evaluation, and compiling
+  // it each time cost more than the rest of the select on small stores.
+  mutable std::mutex mu_;
+  mutable std::string cached_regex_;
+  mutable std::optional<store::LabelMatcher> cached_matcher_;
 };
 
 // Which GPUs to diagnose: index labels or UUIDs (-i 0,2 / -i GPU-...); empty: all.

@@ -64,6 +64,9 @@ constexpr std::string_view kUnknownFix =
 // and more than a host's PCIe copies ever reach, so it is GPU-to-GPU data, not noise.
 constexpr double kCollectiveNvlinkBytes = 45e9;
 
+// Memory an idle GPU holds worth naming: a CUDA context alone takes ~500 MiB; less is the driver's own.
+constexpr double kHeldMemoryMiB = 100;
+
 Decision make(Verdict v, std::string summary, std::string_view fix) {
   Decision d;
   d.verdict = v;
@@ -109,7 +112,7 @@ Decision idle(const Segment& seg, std::optional<double> gr, std::optional<double
   Decision d = make(Verdict::kIdle, "", kIdleFix);
   if (gr) add(d, "gr_engine_active", *gr, text::ratio(*gr));
   if (util) add(d, "utilization_gpu", *util, text::percent(*util));
-  if (const auto used = seg.last(Signal::kFbUsed); used && *used > 0) {
+  if (const auto used = seg.last(Signal::kFbUsed); used && *used >= kHeldMemoryMiB) {
     summary += fmt::format(", {} still allocated", text::gib(*used));
     add(d, "memory_used_mib", *used, text::gib(*used));
   }

@@ -65,6 +65,10 @@ TEST(Diagnosis, WithoutProfilingFieldsOnlyUtilizationSpeaks) {
   EXPECT_EQ(i.verdict, Verdict::kIdle) << i.summary;
   EXPECT_NE(i.summary.find("2.0 GiB still allocated"), std::string::npos) << i.summary;
 
+  GpuBuilder bare;  // the driver's own few MiB are no allocation to report
+  bare.set("DCGM_FI_DEV_GPU_UTIL", 0, 40, 0.0).set("DCGM_FI_DEV_FB_USED", 0, 40, 5.0);
+  EXPECT_EQ(one(bare, 40).summary.find("allocated"), std::string::npos) << one(bare, 40).summary;
+
   GpuBuilder memory;
   memory.set("DCGM_FI_DEV_GPU_UTIL", 0, 40, 99.0).set("DCGM_FI_DEV_MEM_COPY_UTIL", 0, 40, 85.0);
   EXPECT_EQ(one(memory, 40).verdict, Verdict::kMemoryBound);
@@ -207,6 +211,18 @@ TEST(Diagnosis, ThrottleReasonsReadFromEitherExportedForm) {
   ASSERT_EQ(h.size(), 1U) << "the reason label is not part of the GPU's identity";
   auto d = diagnose(h, at_s(40), kWindow, Thresholds{});
   EXPECT_TRUE(has_finding(d.gpus.at(0), "power_capped"));
+
+  // The reason on while the mean power is far below the limit: bursts hit the cap between waits.
+  GpuBuilder bursts;
+  bursts.busy(0, 40, 0.99, 0.96, 0.93, 0.25, 0.0, 100)
+      .set("DCGM_FI_DEV_POWER_USAGE", 0, 40, 280.0)
+      .set("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", 0, 40, 700.0)
+      .set("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", 0, 40, 0x4);
+  const auto b = one(bursts, 40);
+  const auto f = std::find_if(b.findings.begin(), b.findings.end(), [](const Finding& x) { return x.id == "power_capped"; });
+  ASSERT_NE(f, b.findings.end());
+  EXPECT_NE(f->summary.find("in bursts"), std::string::npos) << f->summary;
+  EXPECT_NE(f->summary.find("280 W of a 700 W limit"), std::string::npos) << f->summary;
 
   GpuBuilder mask;
   mask.busy(0, 40, 0.99, 0.96, 0.0, 0.07, 0.77, 100).set("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", 0, 40, 0x20 | 0x4);
