@@ -36,6 +36,7 @@ BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv, const
       std::lock_guard lock(mu_);
       output_.append(buf, static_cast<std::size_t>(n));
     }
+    output_complete_ = true;
   });
 }
 
@@ -91,6 +92,11 @@ std::optional<int> BackgroundProcess::signal_and_wait(int sig, std::chrono::mill
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (running() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  // What the process wrote last may still be in the pipe when it is reaped: wait for the reader to
+  // reach its end (unless a child of the process still holds the pipe open), so output() has it all.
+  while (reaped_ && !output_complete_ && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   if (!reaped_ || !WIFEXITED(status_)) return std::nullopt;
   return WEXITSTATUS(status_);

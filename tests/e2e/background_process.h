@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -42,6 +43,7 @@ class BackgroundProcess {
   mutable std::mutex mu_;
   std::string output_;
   std::thread reader_;
+  std::atomic<bool> output_complete_{false};  // the reader saw the pipe's end
 };
 
 // The port the agent logged in its `msg=listening address=HOST:PORT` line, or 0.
