@@ -162,12 +162,16 @@ std::expected<Agent::Started, AgentError> Agent::start(std::unique_ptr<nvml::Nvm
     sampler_->wait_for(1, kStopPoll);
   }
 
+  if (diagnosis_loop_) {
+    diagnosis_loop_->start([this] { sampler_->wait_for(1, std::chrono::seconds(30)); });
+    // One diagnosis is milliseconds of reading memory; after a missed first reading there is none to wait for.
+    if (sampler_->latest()) diagnosis_loop_->wait_for_first(kFirstDiagnosisWait);
+  }
   if (auto listening = start_http(); !listening) return std::unexpected(listening.error());
   if (rule_loop_) {
     // The first evaluation waits for the first reading, so rules never start on an empty store.
     rule_loop_->start([this] { sampler_->wait_for(1, std::chrono::seconds(30)); });
   }
-  if (diagnosis_loop_) diagnosis_loop_->start([this] { sampler_->wait_for(1, std::chrono::seconds(30)); });
   return Started::kServing;
 }
 

@@ -53,6 +53,9 @@ class Agent {
   // driver that hangs on that reading keeps it closed no longer than this (the least staleness /healthz
   // allows), and then /healthz says why it is 503.
   static constexpr std::chrono::seconds kFirstReadingWait{10};
+  // The port also waits for the first diagnosis (/api/v1/diagnosis answers from the first request), for
+  // no longer than this: a diagnosis of the history is milliseconds.
+  static constexpr std::chrono::milliseconds kFirstDiagnosisWait{1000};
   // How often the wait for the first reading asks whether to stop, so a stop still ends it within a second.
   static constexpr std::chrono::milliseconds kStopPoll{100};
   // Stopping must end the agent within 1 s: a sampler stuck in a driver call gets this long to return,

@@ -149,6 +149,16 @@ void DiagnosisLoop::evaluate(std::int64_t at_ms) {
   next->series = series_.current();
   order_by_gpu(next->series);
   published_.store(std::move(next));
+  {
+    std::lock_guard lock(mu_);
+    evaluated_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool DiagnosisLoop::wait_for_first(std::chrono::milliseconds limit) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, limit, [this] { return evaluated_ || stop_; }) && evaluated_;
 }
 
 void DiagnosisLoop::run(const std::function<void()>& ready) {

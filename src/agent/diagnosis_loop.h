@@ -59,6 +59,9 @@ class DiagnosisLoop {
   void start(std::function<void()> ready);
   // Ends the thread after the evaluation in progress (a read of memory: milliseconds).
   void stop();
+  // Waits (in real time, at most `limit`) until the first evaluation is published: the agent opens its
+  // port after it, so a client that connects at once gets a verdict, not a 503.
+  bool wait_for_first(std::chrono::milliseconds limit);
 
   std::shared_ptr<const Published> latest() const { return published_.load(); }
   // For /metrics: the counters and each GPU's verdict series.
@@ -86,6 +89,7 @@ class DiagnosisLoop {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
+  bool evaluated_ = false;
   std::atomic<std::shared_ptr<const Published>> published_;
   std::thread thread_;
 };
