@@ -163,8 +163,11 @@ bool DiagnosisLoop::wait_for_first(std::chrono::milliseconds limit) {
 
 void DiagnosisLoop::run(const std::function<void()>& ready) {
   if (ready) ready();
-  // Evaluations are due on a fixed grid from the first: a slow one delays the next, never shifts them all;
-  // slots it overran are skipped, not caught up on (a diagnosis of the past is no use to /metrics).
+  // Evaluations are due on a fixed grid from the first: a slow one delays the next, never shifts them all.
+  // Slots the evaluation itself overran, or that passed before it woke, are skipped rather than caught up
+  // on (a diagnosis of the past is no use to /metrics). Judged by the evaluation's own duration, not by
+  // where the clock stands after it: a clock moved meanwhile (a virtual one) makes the next slot due at
+  // once instead of losing it.
   // An interval of 0 would spin; the agent never passes one, and a millisecond is the clock's grain.
   const auto step = std::max<std::chrono::nanoseconds>(options_.interval, std::chrono::milliseconds(1));
   auto due = clock_.steady();
@@ -173,11 +176,13 @@ void DiagnosisLoop::run(const std::function<void()>& ready) {
       std::lock_guard lock(mu_);
       if (stop_) return;
     }
+    const auto woke = clock_.steady();
+    const auto started = std::chrono::steady_clock::now();
     evaluate(clock_.unix_ms());
-    const auto now = clock_.steady();
+    const auto done = woke + (std::chrono::steady_clock::now() - started);
     do {
       due += step;
-    } while (due <= now);
+    } while (due <= done);
     std::unique_lock lock(mu_);
     clock_.wait_until(lock, cv_, due, [this] { return stop_; });
     if (stop_) return;
