@@ -88,7 +88,7 @@ std::expected<analysis::GpuFilter, std::string> gpu_filter_of(const std::vector<
 }
 
 // Keeps the GPUs `filter` asks for; an ID that names none of the diagnosis' GPUs is the caller's mistake.
-std::expected<analysis::Diagnosis, std::string> only(analysis::Diagnosis d, const analysis::GpuFilter& filter) {
+std::expected<analysis::Diagnosis, std::string> only_gpus(analysis::Diagnosis d, const analysis::GpuFilter& filter) {
   if (filter.ids.empty()) return d;
   std::vector<std::string> known;
   for (const auto& g : d.gpus) known.push_back(g.identity.gpu);
@@ -141,7 +141,7 @@ HttpResponse DiagnosisApi::handle(const HttpRequest& request) const {
   }
   const PublishedDiagnosis latest = latest_ ? latest_() : PublishedDiagnosis{nullptr, "the diagnosis is off"};
   if (!latest.diagnosis) return diagnosis_error(503, "unavailable", latest.unavailable);
-  auto shown = only(*latest.diagnosis, *filter);
+  auto shown = only_gpus(*latest.diagnosis, *filter);
   if (!shown) return diagnosis_error(400, "bad_data", shown.error());
   return diagnosis_success(*shown);
 }
@@ -168,7 +168,7 @@ HttpResponse DiagnosisApi::on_demand(std::int64_t at_ms, std::int64_t window_ms,
     if (!source.ended().empty()) return diagnosis_error(503, source.ended(), d.error());
     return diagnosis_error(500, "internal", d.error());
   }
-  auto shown = only(std::move(*d), filter);
+  auto shown = only_gpus(std::move(*d), filter);
   if (!shown) return diagnosis_error(400, "bad_data", shown.error());
   return diagnosis_success(*shown);
 }
