@@ -8,7 +8,9 @@
 #        SCRAPE_GZIP=1 sends Accept-Encoding: gzip as Prometheus does (each such scrape costs the
 #        agent a deflate of the ~114 KB body; the default is a plain curl scrape),
 #        RULES=FILE evaluates that rule file too (e.g. rules/gpu.rules.yml; the rule groups' own
-#        evaluation times are printed from /metrics at the end)
+#        evaluation times are printed from /metrics at the end),
+#        DIAGNOSIS=0 runs the agent with --no-diagnosis (the diagnosis loop's own cost is the difference;
+#        its evaluation count and latest duration are printed from /metrics at the end)
 #
 # Builds nothing. Traffic goes to 127.0.0.1 only; the agent it starts is killed by PID on any exit.
 set -euo pipefail
@@ -52,6 +54,7 @@ status_kib() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
 : >"$work/agent.log"  # exists before the wait loop reads it, however slowly the agent starts
 rule_args=()
 [[ -n ${RULES:-} ]] && rule_args=(--rules "$RULES")
+[[ ${DIAGNOSIS:-1} == 0 ]] && rule_args+=(--no-diagnosis)
 "$binary" --simulate="$scenario" serve --listen 127.0.0.1:0 --interval "$interval" --data-dir "$work/history" \
   "${rule_args[@]}" 2>"$work/agent.log" >/dev/null &
 agent_pid=$!
@@ -114,6 +117,7 @@ awk -v t="$ticks" -v hz="$hz" -v st="$starttime" -v up="$up_end" \
   }'
 echo "threads=$threads per-thread CPU: $per_thread"
 echo "scrapes=$scrapes failed=$failed loadavg(end)=$(cut -d' ' -f1-3 /proc/loadavg)"
+curl -sS --max-time 5 "$url" | grep -E '^gpuscope_diagnosis_(evaluations_total|last_duration_seconds)' || true
 if [[ -n ${RULES:-} ]]; then
   # The rules thread's own record: how long each group's latest evaluation took, and failures.
   curl -sS --max-time 5 "$url" | grep -E '^gpuscope_rule_(group_last_duration_seconds|evaluation_failures_total|group_iterations_total)' || true

@@ -1,5 +1,6 @@
 #include "agent/agent.h"
 
+#include <algorithm>
 #include <utility>
 
 #include <fmt/format.h>
@@ -123,7 +124,14 @@ std::expected<Agent::Started, AgentError> Agent::start(std::unique_ptr<nvml::Nvm
   routes_ = std::make_unique<http::AgentRoutes>(*sampler_, backend_->gpus(), system_, metrics_, config_.version, clock_);
   routes_->set_metric_set(metric_set_);
   routes_->set_status_extension([this](exporter::AgentStatus& status) { extend_status(status); });
-  if (recorder_) recorder_->set_agent_status([this] { return routes_->agent_status(); });
+  if (recorder_) {
+    recorder_->set_agent_status([this] {
+      exporter::AgentStatus status = routes_->agent_status();
+      // The diagnosis loop writes the verdict series itself, at its evaluations' times.
+      if (status.diagnosis) status.diagnosis->series.clear();
+      return status;
+    });
+  }
   http::QueryApiOptions api_options;
   api_options.engine = engine_options_;
   api_options.version = config_.version;
@@ -131,6 +139,15 @@ std::expected<Agent::Started, AgentError> Agent::start(std::unique_ptr<nvml::Nvm
   query_api_ = std::make_unique<http::QueryApi>(history, api_options, [this] { return clock_.unix_ms(); });
   rules_api_ = std::make_unique<http::RulesApi>(rule_manager_.get());
   if (rule_manager_) start_rules();
+  create_diagnosis();
+  http::DiagnosisApiOptions diagnosis_options;
+  diagnosis_options.window = config_.diagnosis_window;
+  diagnosis_options.thresholds = config_.diagnosis_thresholds;
+  diagnosis_options.limiter = query_limiter_.get();
+  diagnosis_options.timeout = config_.query_timeout;
+  diagnosis_options.clock = &clock_;
+  diagnosis_api_ = std::make_unique<http::DiagnosisApi>(tsdb_.get(), diagnosis_options,
+                                                        [this] { return published_diagnosis(); });
 
   // The first reading before the port opens: a client that connects as soon as it can (`serve & curl`,
   // a Prometheus already scraping) gets GPU series and a 200 from /healthz, never an empty page.
@@ -145,6 +162,11 @@ std::expected<Agent::Started, AgentError> Agent::start(std::unique_ptr<nvml::Nvm
     sampler_->wait_for(1, kStopPoll);
   }
 
+  if (diagnosis_loop_) {
+    diagnosis_loop_->start([this] { sampler_->wait_for(1, std::chrono::seconds(30)); });
+    // One diagnosis is milliseconds of reading memory; after a missed first reading there is none to wait for.
+    if (sampler_->latest()) diagnosis_loop_->wait_for_first(kFirstDiagnosisWait);
+  }
   if (auto listening = start_http(); !listening) return std::unexpected(listening.error());
   if (rule_loop_) {
     // The first evaluation waits for the first reading, so rules never start on an empty store.
@@ -202,7 +224,40 @@ void Agent::start_rules() {
                                                     clock_, log_);
 }
 
+void Agent::create_diagnosis() {
+  if (!config_.diagnosis) {
+    diagnosis_off_ = "the diagnosis is off (--no-diagnosis)";
+  } else if (!tsdb_) {
+    // Without history the agent keeps no readings but the latest, and a verdict needs a window of them.
+    diagnosis_off_ = "the diagnosis is off: it reads the recent readings the history keeps, which --no-history turns off";
+    log_.warn(diagnosis_off_);
+  }
+  if (!diagnosis_off_.empty()) return;
+  DiagnosisLoopOptions o;
+  // Every reading interval by default: each evaluation then sees one new reading.
+  o.interval = config_.diagnosis_interval.count() > 0
+                   ? config_.diagnosis_interval
+                   : std::max(std::chrono::duration_cast<std::chrono::milliseconds>(config_.interval),
+                              std::chrono::milliseconds(1));
+  o.window = config_.diagnosis_window;
+  o.thresholds = config_.diagnosis_thresholds;
+  diagnosis_source_ = std::make_unique<analysis::StoreSource>(*tsdb_);
+  diagnosis_appender_ = std::make_unique<rules::StoreAppender<store::Tsdb>>(*tsdb_);
+  diagnosis_loop_ = std::make_unique<DiagnosisLoop>(*diagnosis_source_, *diagnosis_appender_, o, clock_, log_);
+  log_.info("diagnosis", {{"interval", fmt::format("{}ms", o.interval.count())},
+                          {"window", fmt::format("{}s", o.window.count() / 1000.0)}});
+}
+
+http::PublishedDiagnosis Agent::published_diagnosis() const {
+  if (!diagnosis_loop_) return {nullptr, diagnosis_off_};
+  const auto latest = diagnosis_loop_->latest();
+  if (latest->diagnosis) return {latest->diagnosis, {}};
+  if (!latest->last_error.empty()) return {nullptr, "the diagnosis failed: " + latest->last_error};
+  return {nullptr, "no diagnosis yet: the first evaluation comes after the first GPU reading"};
+}
+
 void Agent::extend_status(exporter::AgentStatus& status) const {
+  if (diagnosis_loop_) status.diagnosis = diagnosis_loop_->status();
   if (rule_loop_) {
     if (auto groups = rule_loop_->status()) status.rule_groups = *groups;
   }
@@ -241,6 +296,7 @@ std::expected<void, AgentError> Agent::start_http() {
       [this](const http::HttpRequest& r) {
         if (http::QueryApi::handles(r.path())) return query_api_->handle(r);
         if (http::RulesApi::handles(r.path())) return rules_api_->handle(r);
+        if (http::DiagnosisApi::handles(r.path())) return diagnosis_api_->handle(r);
         return routes_->handle(r);
       },
       log_);
@@ -292,6 +348,8 @@ bool Agent::stop() {
   query_limiter_->cancel_all();
   if (server_) server_->stop();
   if (rule_loop_) rule_loop_->stop();
+  // Before the history's last flush, which then holds its last verdicts.
+  if (diagnosis_loop_) diagnosis_loop_->stop();
   // Queued notifications (a resolve sent at the last evaluation) get a moment to go out.
   if (notifier_) notifier_->stop(std::chrono::seconds(2));
   const bool sampler_ended = !sampler_ || sampler_->stop(kStopGrace);

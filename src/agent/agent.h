@@ -15,11 +15,13 @@
 
 #include "agent/agent_config.h"
 #include "agent/data_dir_lock.h"
+#include "agent/diagnosis_loop.h"
 #include "agent/gpu_reader.h"
 #include "agent/history_recorder.h"
 #include "agent/rule_evaluation_loop.h"
 #include "export/metric_set.h"
 #include "http/agent_routes.h"
+#include "http/diagnosis_api.h"
 #include "http/http_server.h"
 #include "http/query_api.h"
 #include "http/rules_api.h"
@@ -51,6 +53,9 @@ class Agent {
   // driver that hangs on that reading keeps it closed no longer than this (the least staleness /healthz
   // allows), and then /healthz says why it is 503.
   static constexpr std::chrono::seconds kFirstReadingWait{10};
+  // The port also waits for the first diagnosis (/api/v1/diagnosis answers from the first request), for
+  // no longer than this: a diagnosis of the history is milliseconds.
+  static constexpr std::chrono::milliseconds kFirstDiagnosisWait{1000};
   // How often the wait for the first reading asks whether to stop, so a stop still ends it within a second.
   static constexpr std::chrono::milliseconds kStopPoll{100};
   // Stopping must end the agent within 1 s: a sampler stuck in a driver call gets this long to return,
@@ -68,7 +73,7 @@ class Agent {
   enum class Started { kServing, kStopRequested };
   // Starts the parts in order over an opened NVML backend: the history (data directory locked, store
   // opened), the sampler and its first reading (`stop_requested` is asked every kStopPoll meanwhile),
-  // the HTTP server, the rules loop.
+  // the HTTP server, the rules loop, the diagnosis loop.
   std::expected<Started, AgentError> start(std::unique_ptr<nvml::NvmlBackend> backend,
                                            const std::function<bool()>& stop_requested);
   // Re-reads the collectors and rule files (SIGHUP); a file that no longer loads keeps the previous one.
@@ -85,6 +90,9 @@ class Agent {
 
   std::expected<void, AgentError> open_history();
   void start_rules();
+  // The diagnosis loop over the history, or the reason there is none (logged once).
+  void create_diagnosis();
+  http::PublishedDiagnosis published_diagnosis() const;
   std::expected<void, AgentError> start_http();
   // What /metrics and the history add to the routes' own status: rule groups, notifications, the store.
   void extend_status(exporter::AgentStatus& status) const;
@@ -123,6 +131,11 @@ class Agent {
   std::unique_ptr<http::RulesApi> rules_api_;
   std::unique_ptr<rules::AlertStateFile> alert_state_;  // with --rules
   std::unique_ptr<RuleEvaluationLoop> rule_loop_;        // with --rules
+  std::unique_ptr<analysis::StoreSource> diagnosis_source_;                 // with the diagnosis
+  std::unique_ptr<rules::StoreAppender<store::Tsdb>> diagnosis_appender_;  // with the diagnosis
+  std::unique_ptr<DiagnosisLoop> diagnosis_loop_;                           // with the diagnosis
+  std::string diagnosis_off_;  // why there is no diagnosis loop
+  std::unique_ptr<http::DiagnosisApi> diagnosis_api_;
   std::unique_ptr<http::HttpServer> server_;
 };
 

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/thresholds.h"
 #include "export/gpu_metrics.h"
 #include "model/clock.h"
 #include "model/price_catalog.h"
@@ -48,6 +49,13 @@ struct AgentConfig {
   // The catalog and tier behind gpuscope_gpu_hourly_price_dollars (no catalog: no such series).
   std::optional<model::PriceCatalog> price_catalog;
   model::PriceTier price_tier = model::PriceTier::kOnDemand;
+  // The diagnosis (a verdict per GPU), evaluated on a thread of its own over the history and written
+  // back to it as gpuscope_diagnosis_info; it needs the history (recent readings), so --no-history
+  // turns it off too.
+  bool diagnosis = true;
+  std::chrono::milliseconds diagnosis_interval{0};  // 0: the reading interval
+  std::chrono::milliseconds diagnosis_window = std::chrono::seconds(30);
+  analysis::Thresholds diagnosis_thresholds;
   std::string version;  // /api/v1/status/buildinfo and the index page
   // Every part keeps time on this clock; it must outlive the agent.
   const model::Clock* clock = &model::system_clock();

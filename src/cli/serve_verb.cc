@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 
 #include "agent/agent.h"
+#include "analysis/thresholds.h"
+#include "http/diagnosis_api.h"
 #include "http/http_server.h"
 #include "promql/parser.h"
 #include "store/labels.h"
@@ -55,6 +57,7 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
       "                 PromQL over the recorded history, Prometheus's HTTP API (Grafana can use it as a\n"
       "                 Prometheus data source)\n"
       "  /api/v1/rules, /api/v1/alerts   the --rules groups and their alerts, as Prometheus shows them\n"
+      "  /api/v1/diagnosis   each GPU's verdict (why it is slow or wasted), re-evaluated every reading\n"
       "It listens on 127.0.0.1:9400 by default; --listen :9400 listens on every interface (what Prometheus on\n"
       "another host needs). SIGTERM/SIGINT stop it; SIGHUP reloads --collectors and --rules (a bad file keeps the\n"
       "old one).\n"
@@ -132,7 +135,20 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
                   "where alerts are sent and which actions they run: Alertmanagers, receivers (webhook, Slack, "
                   "PagerDuty, email) routed by labels, remediation commands (see deploy/notify.example.yml)")
       ->type_name("FILE");
-  app->add_flag("--no-history", no_history, "record no history (no data directory; the query API answers from nothing)");
+  app->add_flag("--no-history", no_history,
+                "record no history (no data directory; the query API answers from nothing, no diagnosis)");
+  bool no_diagnosis = false;
+  std::string diagnosis_interval, diagnosis_window = "30s";
+  std::vector<std::string> thresholds;
+  app->add_option("--diagnosis.interval", diagnosis_interval,
+                  "how often each GPU's verdict is evaluated, 100ms to 1h (default: --interval)")
+      ->type_name("DURATION");
+  app->add_option("--diagnosis.window", diagnosis_window, "the readings each verdict is drawn from, 1s to 1h (default 30s)")
+      ->type_name("DURATION");
+  app->add_option("--threshold", thresholds,
+                  "set one of the diagnosis' thresholds (see `gpuscope diagnose --help`); repeatable")
+      ->type_name("NAME=VALUE");
+  app->add_flag("--no-diagnosis", no_diagnosis, "evaluate no verdicts (no gpuscope_diagnosis_info series)");
   PriceFlags price_flags;
   add_price_flags(*app, price_flags);
   if (auto parsed = parse_arguments(*app, args); !parsed) return std::unexpected(parsed.error());
@@ -182,6 +198,26 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
       return std::unexpected(usage(fmt::format("invalid value '{}' for --external-label (NAME=VALUE)", l)));
     }
     o.external_labels.emplace_back(name, l.substr(eq + 1));
+  }
+  o.diagnosis = !no_diagnosis;
+  if (!diagnosis_interval.empty()) {
+    auto di = parse_duration(diagnosis_interval);
+    if (!di || *di < kMinInterval || *di > std::chrono::hours(1)) {
+      return std::unexpected(
+          usage(fmt::format("invalid value '{}' for --diagnosis.interval (100ms to 1h, e.g. 1s, 10s)", diagnosis_interval)));
+    }
+    o.diagnosis_interval = std::chrono::duration_cast<std::chrono::milliseconds>(*di);
+  }
+  auto dw = parse_duration(diagnosis_window);
+  if (!dw || *dw < http::kMinDiagnosisWindow || *dw > http::kMaxDiagnosisWindow) {
+    return std::unexpected(
+        usage(fmt::format("invalid value '{}' for --diagnosis.window (1s to 1h, e.g. 30s, 5m)", diagnosis_window)));
+  }
+  o.diagnosis_window = std::chrono::duration_cast<std::chrono::milliseconds>(*dw);
+  for (const std::string& t : thresholds) {
+    if (auto set = analysis::set_threshold(o.diagnosis_thresholds, t); !set) {
+      return std::unexpected(usage(fmt::format("--threshold: {}", set.error())));
+    }
   }
   if (!o.notify_config.empty() && o.rule_specs.empty()) {
     return std::unexpected(usage("--config sends the alerts of --rules: give --rules too"));

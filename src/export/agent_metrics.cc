@@ -63,6 +63,46 @@ void write_tsdb_metrics(ExpositionWriter& w, const TsdbStatus& t) {
   }
 }
 
+void write_diagnosis_metrics(ExpositionWriter& w, const DiagnosisStatus& d) {
+  auto one = [&](const char* name, MetricType type, const char* help, double value) {
+    w.family(name, type, help);
+    w.sample(name, {}, value);
+  };
+  one("gpuscope_diagnosis_interval_seconds", MetricType::kGauge, "Time between the diagnosis' evaluations.",
+      d.interval_seconds);
+  one("gpuscope_diagnosis_window_seconds", MetricType::kGauge, "The window of readings each diagnosis reads.",
+      d.window_seconds);
+  one("gpuscope_diagnosis_evaluations_total", MetricType::kCounter, "Diagnosis evaluations since the agent started.",
+      static_cast<double>(d.evaluations_total));
+  one("gpuscope_diagnosis_evaluation_failures_total", MetricType::kCounter,
+      "Diagnosis evaluations that failed (the history could not be read or written).",
+      static_cast<double>(d.evaluation_failures_total));
+  one("gpuscope_diagnosis_last_duration_seconds", MetricType::kGauge, "How long the latest diagnosis evaluation took.",
+      d.last_duration_seconds);
+  one("gpuscope_diagnosis_last_evaluation_timestamp_seconds", MetricType::kGauge,
+      "Unix time of the latest diagnosis evaluation (0: not yet evaluated).", d.last_evaluation_timestamp_seconds);
+  // Families in a fixed order whatever order the samples come in; a family without samples is left out.
+  static constexpr std::pair<const char*, const char*> kSeries[] = {
+      {"gpuscope_diagnosis_info",
+       "The diagnosis' verdict for each GPU (why it is slow or wasted: idle, transfer_bound, launch_bound, "
+       "input_starved, no_tensor_cores, memory_bound, compute_bound, unhealthy, unknown); always 1."},
+      {"gpuscope_diagnosis_changes_total", "Changes of each GPU's diagnosis verdict since the agent started."},
+  };
+  for (const auto& [name, help] : kSeries) {
+    bool written = false;
+    for (const DiagnosisStatus::Sample& s : d.series) {
+      if (s.name != name) continue;
+      if (!written) {
+        w.family(name, std::string_view(name).ends_with("_total") ? MetricType::kCounter : MetricType::kGauge, help);
+        written = true;
+      }
+      LabelSet l;
+      for (const auto& [k, v] : s.labels) l.add(k, v);
+      w.sample(name, l.text(), s.value);
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<CollectorResult> collector_results(const model::Snapshot& snapshot) {
@@ -204,6 +244,7 @@ void write_agent_metrics(ExpositionWriter& w, const AgentStatus& s) {
   }
 
   if (s.tsdb) write_tsdb_metrics(w, *s.tsdb);
+  if (s.diagnosis) write_diagnosis_metrics(w, *s.diagnosis);
 
   w.family("gpuscope_build_info", MetricType::kGauge, "gpuscope's version; always 1.");
   LabelSet build;

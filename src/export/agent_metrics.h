@@ -78,6 +78,25 @@ struct TsdbStatus {
   std::optional<double> oldest_sample_timestamp_seconds;  // absent while the store holds no sample
 };
 
+// The diagnosis loop (serve without --no-diagnosis): its evaluations, and each GPU's current verdict.
+struct DiagnosisStatus {
+  double interval_seconds = 0;
+  double window_seconds = 0;
+  std::uint64_t evaluations_total = 0;
+  std::uint64_t evaluation_failures_total = 0;
+  double last_duration_seconds = 0;
+  double last_evaluation_timestamp_seconds = 0;  // 0 before the first evaluation
+  // gpuscope_diagnosis_info{<GPU labels>,verdict} 1 and gpuscope_diagnosis_changes_total{<GPU labels>}.
+  // The history never records these from here: the loop writes them itself at each evaluation's time,
+  // with a staleness marker when a verdict ends, so a reading's copy would be a second writer.
+  struct Sample {
+    std::string name;
+    std::vector<std::pair<std::string, std::string>> labels;
+    double value = 0;
+  };
+  std::vector<Sample> series;
+};
+
 struct AgentStatus {
   std::optional<double> sample_age_seconds;  // absent before the first reading
   double sample_duration_seconds = 0;
@@ -92,6 +111,7 @@ struct AgentStatus {
   std::vector<RuleGroupStatus> rule_groups;  // empty without --rules
   std::optional<NotificationStatus> notifications;  // absent without --config
   std::optional<TsdbStatus> tsdb;                   // absent with --no-history
+  std::optional<DiagnosisStatus> diagnosis;         // absent when the diagnosis is off
 };
 
 // Each collector's time and whether it read without an NVML error on every GPU that is up (a lost GPU

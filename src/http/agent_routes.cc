@@ -239,6 +239,8 @@ HttpResponse AgentRoutes::index() const {
                       "<p><a href=\"/metrics\">/metrics</a>: Prometheus metrics (dcgm-exporter names)</p>\n"
                       "<p><a href=\"/healthz\">/healthz</a> (also /health): 200 while readings are fresh</p>\n"
                       "<p><a href=\"/api/v1/gpus\">/api/v1/gpus</a>: GPUs and latest values as JSON</p>\n"
+                      "<p><a href=\"/api/v1/diagnosis\">/api/v1/diagnosis</a>: each GPU's verdict, why it is slow or "
+                      "wasted (?gpu=0, ?window=5m&amp;time=&hellip;)</p>\n"
                       "<h2>Query API (Prometheus's, over the agent's history)</h2>\n<ul>\n"
                       "<li><a href=\"/api/v1/query?query=DCGM_FI_DEV_GPU_TEMP\">/api/v1/query?query=DCGM_FI_DEV_GPU_TEMP</a></li>\n"
                       "<li>/api/v1/query_range?query=&hellip;&amp;start=&hellip;&amp;end=&hellip;&amp;step=&hellip;</li>\n"

@@ -198,5 +198,64 @@ TEST_F(AgentTest, AStopRequestedBeforeTheFirstReadingEndsTheStart) {
   EXPECT_TRUE((*agent)->stop());
 }
 
+TEST_F(AgentTest, DiagnosesEachGpuFromTheFirstRequestAndWritesTheVerdictsToItsHistory) {
+  setenv("GPUSCOPE_SIM_SCENARIO", GPUSCOPE_SOURCE_DIR "/scenarios/idle.yaml", 1);
+  auto agent = Agent::load(config_, log_);
+  ASSERT_TRUE(agent) << agent.error().lines.at(0);
+  ASSERT_TRUE((*agent)->start(backend(), [] { return false; }));
+  unsetenv("GPUSCOPE_SIM_SCENARIO");
+  const int port = (*agent)->port();
+
+  // The port opened after the first diagnosis: a verdict per GPU from the first request.
+  auto first = e2e::http_get(port, "/api/v1/diagnosis");
+  ASSERT_EQ(first.status, 200) << first.body;
+  auto d = nlohmann::json::parse(first.body);
+  ASSERT_EQ(d["data"]["gpus"].size(), 8u) << first.body;
+  for (const auto& g : d["data"]["gpus"]) EXPECT_EQ(g["verdict"], "idle") << g.dump();
+  EXPECT_EQ(agent_counter(port, "gpuscope_diagnosis_evaluations_total"), 1);
+
+  // One evaluation per reading interval, each written at its time.
+  for (int n = 2; n <= 4; ++n) {
+    tick(port, 1s);
+    for (int i = 0; i < 10000 && agent_counter(port, "gpuscope_diagnosis_evaluations_total") < n; ++i) {
+      std::this_thread::sleep_for(1ms);
+    }
+  }
+  EXPECT_EQ(agent_counter(port, "gpuscope_diagnosis_evaluations_total"), 4);
+  const std::string metrics = e2e::http_get(port, "/metrics").body;
+  EXPECT_NE(metrics.find("# TYPE gpuscope_diagnosis_info gauge\ngpuscope_diagnosis_info{"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find(",verdict=\"idle\"} 1\n"), std::string::npos);
+  auto info = query(port, "count_over_time(gpuscope_diagnosis_info%7Bgpu%3D%220%22,verdict%3D%22idle%22%7D%5B1h%5D)");
+  ASSERT_EQ(info["data"]["result"].size(), 1u) << info.dump();
+  EXPECT_EQ(info["data"]["result"][0]["value"][1], "4") << "one sample per evaluation, not per reading too";
+  EXPECT_TRUE((*agent)->stop());
+  EXPECT_NE(log_text_.str().find("msg=diagnosis interval=1000ms window=30s"), std::string::npos) << log_text_.str();
+}
+
+TEST_F(AgentTest, WithoutHistoryTheDiagnosisIsOffAndSaysWhy) {
+  config_.history = false;
+  auto agent = Agent::load(config_, log_);
+  ASSERT_TRUE(agent);
+  ASSERT_TRUE((*agent)->start(backend(), [] { return false; }));
+  const auto r = e2e::http_get((*agent)->port(), "/api/v1/diagnosis");
+  EXPECT_EQ(r.status, 503);
+  const std::string why = "the diagnosis is off: it reads the recent readings the history keeps, which --no-history turns off";
+  EXPECT_EQ(nlohmann::json::parse(r.body)["error"], why);
+  EXPECT_NE(log_text_.str().find("level=warn msg=\"" + why + "\""), std::string::npos) << log_text_.str();
+  EXPECT_EQ(e2e::http_get((*agent)->port(), "/metrics").body.find("gpuscope_diagnosis"), std::string::npos);
+  EXPECT_TRUE((*agent)->stop());
+
+  config_.history = true;
+  config_.diagnosis = false;
+  auto off = Agent::load(config_, log_);
+  ASSERT_TRUE(off);
+  ASSERT_TRUE((*off)->start(backend(), [] { return false; }));
+  const auto r2 = e2e::http_get((*off)->port(), "/api/v1/diagnosis");
+  EXPECT_EQ(r2.status, 503);
+  EXPECT_EQ(nlohmann::json::parse(r2.body)["error"], "the diagnosis is off (--no-diagnosis)");
+  EXPECT_EQ(e2e::http_get((*off)->port(), "/api/v1/diagnosis?window=30s").status, 200) << "on demand still works";
+  EXPECT_TRUE((*off)->stop());
+}
+
 }  // namespace
 }  // namespace gpuscope::agent

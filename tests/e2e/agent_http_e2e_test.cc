@@ -87,7 +87,8 @@ TEST(AgentHttpE2e, TheIndexLinksEveryRouteTheReadmeNamesAndEachLinkAnswers) {
   ASSERT_EQ(index.status, 200);
   const auto links = index_links(index.body);
   for (const char* route : {"/metrics", "/healthz", "/api/v1/gpus", "/api/v1/query?", "/api/v1/series?", "/api/v1/labels",
-                            "/api/v1/label/__name__/values", "/api/v1/status/buildinfo", "/api/v1/alerts", "/api/v1/rules"}) {
+                            "/api/v1/label/__name__/values", "/api/v1/status/buildinfo", "/api/v1/alerts", "/api/v1/rules",
+                            "/api/v1/diagnosis"}) {
     EXPECT_TRUE(std::any_of(links.begin(), links.end(), [&](const std::string& l) { return l.starts_with(route); }))
         << route << " is not linked from /";
   }
