@@ -50,7 +50,7 @@ std::optional<Finding> power_capped(const Segment& seg, const Thresholds& t) {
 }
 
 std::optional<Finding> thermal(const Segment& seg, const Thresholds& t) {
-  const auto share = seg.throttle_share(kThrottleSwThermal | kThrottleHwThermal | kThrottleHwSlowdown);
+  const auto share = seg.throttle_share(kThrottleSwThermal | kThrottleHwThermal);
   if (!share || *share < t.throttle_share) return std::nullopt;
   Finding f;
   f.id = "thermal_slowdown";
@@ -66,6 +66,36 @@ std::optional<Finding> thermal(const Segment& seg, const Thresholds& t) {
   if (mem) f.evidence.push_back({"memory_temp_celsius", *mem, text::celsius(*mem)});
   clocks_evidence(seg, f);
   f.fix = "Check the cooling: airflow and fans, inlet temperature, blocked or failed neighbours in the chassis.";
+  return f;
+}
+
+// NVML's "hardware slowdown" halves the clocks or more for heat, an external power brake or a power
+// spike; with the thermal reasons off, it is the board or its power, not the cooling.
+std::optional<Finding> hardware_slowdown(const Segment& seg, const Thresholds& t) {
+  const auto share = seg.throttle_share(kThrottleHwSlowdown);
+  if (!share || *share < t.throttle_share) return std::nullopt;
+  if (const auto thermal_share = seg.throttle_share(kThrottleSwThermal | kThrottleHwThermal);
+      thermal_share && *thermal_share >= t.throttle_share) {
+    return std::nullopt;  // the thermal finding says it
+  }
+  Finding f;
+  f.id = "hardware_slowdown";
+  f.summary = fmt::format("hardware slowdown in {} of the readings", text::share(*share));
+  if (const auto clock = seg.mean(Signal::kSmClock)) {
+    f.summary += fmt::format(": SM clock {}", text::mhz(*clock));
+    if (const auto max = seg.last(Signal::kMaxSmClock)) f.summary += fmt::format(" of {}", text::mhz(*max));
+  }
+  if (const auto temp = seg.mean(Signal::kGpuTemp)) {
+    f.summary += fmt::format(" at {}", text::celsius(*temp));
+    if (const auto slowdown = seg.last(Signal::kSlowdownTemp); slowdown && *temp < *slowdown) {
+      f.summary += fmt::format(", below the {} thermal slowdown: not the cooling", text::celsius(*slowdown));
+    }
+  }
+  f.evidence.push_back({"hw_slowdown_share", *share, text::share(*share)});
+  clocks_evidence(seg, f);
+  f.fix = "The board cuts its clocks on an external power brake or a power spike: check its power supply and "
+          "cables, the chassis' power-brake signal, and nvidia-smi -q's clocks event reasons; a board that keeps "
+          "doing it is due for service.";
   return f;
 }
 
@@ -156,6 +186,7 @@ std::vector<Finding> findings(const Segment& segment, const Segment& window, Ver
   if (working(verdict)) {
     keep(power_capped(segment, t));
     keep(thermal(segment, t));
+    keep(hardware_slowdown(segment, t));
   }
   keep(memory_full(segment, t));
   keep(utilization_lies(segment, t));

@@ -89,9 +89,12 @@ std::expected<void, std::string> find_last_activity(const ReadingSource& source,
 std::expected<Diagnosis, std::string> diagnose_from(const ReadingSource& source, std::int64_t at_ms,
                                                     std::int64_t window_ms, const Thresholds& thresholds,
                                                     const GpuFilter& filter, std::int64_t lookback_ms) {
-  auto gpus = read_histories(source, at_ms - window_ms, at_ms, filter);
+  // Every GPU is read and diagnosed, and the filter applied after: the others are the peers a GPU is
+  // compared with.
+  auto gpus = read_histories(source, at_ms - window_ms, at_ms, {});
   if (!gpus) return std::unexpected(gpus.error());
   Diagnosis d = diagnose(*gpus, at_ms, window_ms, thresholds);
+  std::erase_if(d.gpus, [&](const GpuDiagnosis& g) { return !filter.matches(g.identity); });
   if (auto found = find_last_activity(source, d, thresholds, lookback_ms); !found) {
     return std::unexpected(found.error());
   }

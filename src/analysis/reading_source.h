@@ -48,7 +48,8 @@ struct GpuFilter {
   bool matches(const GpuIdentity& id) const;
 };
 
-// The histories of the GPUs `filter` keeps with readings in (from_ms, to_ms].
+// The histories of the GPUs `filter` keeps with readings in (from_ms, to_ms]. (Diagnosing needs every
+// GPU's: diagnose_from and timeline filter after the diagnosis, so peers still count.)
 std::expected<std::vector<GpuHistory>, std::string> read_histories(const ReadingSource& source, std::int64_t from_ms,
                                                                    std::int64_t to_ms, const GpuFilter& filter);
 

@@ -20,12 +20,14 @@ std::expected<std::vector<VerdictChange>, std::string> timeline(const ReadingSou
   std::vector<VerdictChange> changes;
   for (std::int64_t chunk = options.from_ms; chunk < options.to_ms; chunk += step * kStepsPerChunk) {
     const std::int64_t chunk_end = std::min(options.to_ms, chunk + step * kStepsPerChunk);
-    auto gpus = read_histories(source, chunk - options.window_ms, chunk_end, filter);
+    auto gpus = read_histories(source, chunk - options.window_ms, chunk_end, {});
     if (!gpus) return std::unexpected(gpus.error());
     for (std::int64_t at = chunk + step; at <= chunk_end; at += step) {
       Diagnosis d = diagnose(*gpus, at, options.window_ms, thresholds);
       // A GPU with no reading in this window (before it appeared, after it went) has no verdict here.
       std::erase_if(d.gpus, [](const GpuDiagnosis& g) { return g.readings == 0 && g.verdict == Verdict::kUnknown; });
+      // The filter after the diagnosis: the other GPUs are the peers a GPU is compared with.
+      std::erase_if(d.gpus, [&](const GpuDiagnosis& g) { return !filter.matches(g.identity); });
       for (auto& c : tracker.update(d)) changes.push_back(std::move(c));
     }
     if (chunk_end == options.to_ms) break;

@@ -288,6 +288,37 @@ TEST(Diagnosis, FilterKeepsTheNamedGpus) {
   EXPECT_EQ(d->gpus[1].identity.gpu, "2");
 }
 
+TEST(Diagnosis, AFilteredGpuIsStillComparedWithItsPeers) {
+  store::SeriesSet data;
+  for (const char* gpu : {"0", "1", "2"}) {
+    for (const auto& s : GpuBuilder(gpu, "node-1", "job").busy(0, 40, 0.95, std::string(gpu) == "2" ? 0.4 : 0.9, 0.5,
+                                                                 0.3, 0.1, 99).series()) {
+      for (const auto& p : s.samples) data.add(s.labels, p.t_ms, p.value);
+    }
+  }
+  StoreSource source(data);
+  auto d = diagnose_from(source, at_s(39), kWindow, Thresholds{}, GpuFilter{{"2"}});
+  ASSERT_TRUE(d);
+  ASSERT_EQ(d->gpus.size(), 1U);
+  EXPECT_TRUE(has_finding(d->gpus[0], "imbalance_busy"));
+}
+
+TEST(Diagnosis, HardwareSlowdownBelowTheThermalLineIsNotTheCooling) {
+  GpuBuilder g;
+  g.busy(0, 40, 0.95, 0.9, 0.5, 0.3, 0.1, 99)
+      .set("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", 0, 40, 0x8)
+      .set("DCGM_FI_DEV_GPU_TEMP", 0, 40, 69.0)
+      .set("DCGM_FI_DEV_SLOWDOWN_TEMP", 0, 40, 89.0);
+  const auto d = one(g, 40);
+  EXPECT_TRUE(has_finding(d, "hardware_slowdown"));
+  EXPECT_FALSE(has_finding(d, "thermal_slowdown"));
+  GpuBuilder hot;
+  hot.busy(0, 40, 0.95, 0.9, 0.5, 0.3, 0.1, 99).set("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", 0, 40, 0x8 | 0x40);
+  const auto h = one(hot, 40);
+  EXPECT_TRUE(has_finding(h, "thermal_slowdown"));
+  EXPECT_FALSE(has_finding(h, "hardware_slowdown")) << "said once, by the thermal finding";
+}
+
 TEST(Thresholds, SetByNameWithOneLineErrors) {
   Thresholds t;
   ASSERT_TRUE(set_threshold(t, "idle_gr_active=0.1"));
