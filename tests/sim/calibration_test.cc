@@ -312,20 +312,5 @@ TEST(Calibration, TrainingRunsUnthrottled) {
   EXPECT_LT(w.temp_c, 78.5);
 }
 
-// Not a check: prints the 30 s window means of every GPU of a scenario, for tables of what each
-// scenario should be diagnosed as. Run with --gtest_also_run_disabled_tests and
-// GPUSCOPE_WINDOW_SCENARIO=name GPUSCOPE_WINDOW_AT=seconds.
-TEST(Calibration, DISABLED_PrintWindowMeans) {
-  const char* name = std::getenv("GPUSCOPE_WINDOW_SCENARIO");
-  const char* at = std::getenv("GPUSCOPE_WINDOW_AT");
-  if (name == nullptr || at == nullptr) GTEST_SKIP();
-  Session s(name, 0.0);
-  ASSERT_TRUE(s.ok());
-  const double to = std::stod(at);
-  for (unsigned i = 0; i < s.count(); ++i) {
-    std::printf("%s gpu %u [%g, %g): %s\n", name, i, to - 30, to, describe(window(s, i, to - 30, to)).c_str());
-  }
-}
-
 }  // namespace
 }  // namespace gpuscope::sim::testing
