@@ -120,14 +120,21 @@ int index_of(const std::string& gpu) {
 std::span<const std::string_view> signal_series(Signal signal) { return row(signal).series; }
 std::string_view signal_title(Signal signal) { return row(signal).title; }
 
+std::span<const std::string_view> signal_names() {
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> out;
+    for (const auto& r : table()) out.insert(out.end(), r.series.begin(), r.series.end());
+    return out;
+  }();
+  return names;
+}
+
 const std::string& signal_name_regex() {
   static const std::string regex = [] {
     std::string out;
-    for (const auto& r : table()) {
-      for (std::string_view name : r.series) {
-        if (!out.empty()) out += '|';
-        out += name;
-      }
+    for (std::string_view name : signal_names()) {
+      if (!out.empty()) out += '|';
+      out += name;
     }
     return out;
   }();
