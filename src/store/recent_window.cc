@@ -128,14 +128,30 @@ std::size_t RecentWindow::sample_count() const {
   return n;
 }
 
+bool RecentWindow::matches(const Series& s, std::span<const LabelMatcher> matchers) const {
+  if (s.matched_for != matchers_id_) {
+    s.matched = matches_all(*s.labels, matchers);
+    s.matched_for = matchers_id_;
+  }
+  return s.matched;
+}
+
 std::expected<std::vector<SeriesSamples>, std::string> RecentWindow::select(std::span<const LabelMatcher> matchers,
                                                                             std::int64_t mint_ms,
                                                                             std::int64_t maxt_ms) const {
+  std::string key;
+  for (const auto& m : matchers) {
+    key.append(1, static_cast<char>(m.op())).append(m.name()).append(1, '\0').append(m.value()).append(1, '\0');
+  }
   std::vector<SeriesSamples> out;
   std::lock_guard lock(mu_);
+  if (key != matchers_key_ || matchers_id_ == 0) {
+    matchers_key_ = std::move(key);
+    ++matchers_id_;
+  }
   out.reserve(series_.size());
   for (const auto& [labels, s] : series_) {
-    if (!matches_all(labels, matchers)) continue;
+    if (!matches(*s, matchers)) continue;
     const auto [lo, hi] = window_range(s->samples, mint_ms, maxt_ms);
     if (lo == hi) continue;
     out.push_back({labels, std::vector<Sample>(lo, hi)});
