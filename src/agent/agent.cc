@@ -27,6 +27,17 @@ store::Labels external_labels_of(const AgentConfig& config) {
   return store::Labels(std::move(labels));
 }
 
+// The recent window keeps this much more than the diagnosis window: the window is cut at the newest
+// reading's time, and an evaluation (on its own thread and grid) may read a window ending a little
+// before it (a virtual clock, a reading recorded while the evaluation started).
+constexpr std::int64_t kRecentWindowMarginMs = 10'000;
+
+// Without history the verdict series have no store to go to: /metrics and the API still show them.
+class DiscardedVerdictSeries : public rules::SampleAppender {
+ public:
+  std::expected<void, std::string> append(const store::Labels&, std::int64_t, double) override { return {}; }
+};
+
 AgentError config_error(std::vector<std::string> lines) { return {AgentError::Kind::kConfig, std::move(lines)}; }
 AgentError runtime_error(std::string line) { return {AgentError::Kind::kRuntime, {std::move(line)}}; }
 
@@ -124,6 +135,8 @@ std::expected<Agent::Started, AgentError> Agent::start(std::unique_ptr<nvml::Nvm
   routes_ = std::make_unique<http::AgentRoutes>(*sampler_, backend_->gpus(), system_, metrics_, config_.version, clock_);
   routes_->set_metric_set(metric_set_);
   routes_->set_status_extension([this](exporter::AgentStatus& status) { extend_status(status); });
+  // Only the history records the agent's own series; the recorder that feeds the diagnosis alone
+  // (--no-history, made later by create_diagnosis) writes the GPU families.
   if (recorder_) {
     recorder_->set_agent_status([this] {
       exporter::AgentStatus status = routes_->agent_status();
@@ -227,12 +240,8 @@ void Agent::start_rules() {
 void Agent::create_diagnosis() {
   if (!config_.diagnosis) {
     diagnosis_off_ = "the diagnosis is off (--no-diagnosis)";
-  } else if (!tsdb_) {
-    // Without history the agent keeps no readings but the latest, and a verdict needs a window of them.
-    diagnosis_off_ = "the diagnosis is off: it reads the recent readings the history keeps, which --no-history turns off";
-    log_.warn(diagnosis_off_);
+    return;
   }
-  if (!diagnosis_off_.empty()) return;
   DiagnosisLoopOptions o;
   // Every reading interval by default: each evaluation then sees one new reading.
   o.interval = config_.diagnosis_interval.count() > 0
@@ -241,11 +250,42 @@ void Agent::create_diagnosis() {
                               std::chrono::milliseconds(1));
   o.window = config_.diagnosis_window;
   o.thresholds = config_.diagnosis_thresholds;
-  diagnosis_source_ = std::make_unique<analysis::StoreSource>(*tsdb_);
-  diagnosis_appender_ = std::make_unique<rules::StoreAppender<store::Tsdb>>(*tsdb_);
-  diagnosis_loop_ = std::make_unique<DiagnosisLoop>(*diagnosis_source_, *diagnosis_appender_, o, clock_, log_);
+  // Every evaluation reads its window from memory kept for it, uncompressed, not from the history's
+  // chunks: decoding them (and taking the head's lock the sampler's appends need) cost 30 times the
+  // diagnosis itself.
+  const std::int64_t span_ms = o.window.count() + kRecentWindowMarginMs;
+  recent_window_ = std::make_unique<store::RecentWindow>(analysis::signal_names(), span_ms);
+  if (tsdb_) {
+    // After a restart the window starts full, as the history's is.
+    const std::int64_t now = clock_.unix_ms();
+    auto recent = analysis::StoreSource(*tsdb_).select(analysis::signal_name_regex(), now - span_ms, now);
+    if (recent) {
+      recent_window_->seed(std::move(*recent));
+    } else {
+      log_.warn("diagnosis: the history's recent readings not read; the first window fills from the next reading",
+                {{"err", recent.error()}});
+    }
+  }
+  if (!recorder_) {
+    // --no-history: readings still go through the recorder, but only into the recent window.
+    recorder_ = std::make_unique<HistoryRecorder>(backend_->gpus(), system_, metrics_, log_);
+    recorder_->set_metric_set(metric_set_);
+  }
+  recorder_->set_reading_listener(
+      [window = recent_window_.get()](std::int64_t t_ms, std::span<const store::LabeledValue> values,
+                                      std::uint64_t layout) { window->append_reading(t_ms, values, layout); });
+  diagnosis_source_ = std::make_unique<analysis::StoreSource>(*recent_window_);
+  if (tsdb_) {
+    diagnosis_history_ = std::make_unique<analysis::StoreSource>(*tsdb_);
+    diagnosis_appender_ = std::make_unique<rules::StoreAppender<store::Tsdb>>(*tsdb_);
+  } else {
+    diagnosis_appender_ = std::make_unique<DiscardedVerdictSeries>();
+  }
+  const analysis::ReadingSource& history = diagnosis_history_ ? *diagnosis_history_ : *diagnosis_source_;
+  diagnosis_loop_ = std::make_unique<DiagnosisLoop>(*diagnosis_source_, history, *diagnosis_appender_, o, clock_, log_);
   log_.info("diagnosis", {{"interval", fmt::format("{}ms", o.interval.count())},
-                          {"window", fmt::format("{}s", o.window.count() / 1000.0)}});
+                          {"window", fmt::format("{}s", o.window.count() / 1000.0)},
+                          {"history", tsdb_ ? "yes" : "no (idle since: the last window only)"}});
 }
 
 http::PublishedDiagnosis Agent::published_diagnosis() const {

@@ -33,6 +33,7 @@
 #include "rules/alert_state_file.h"
 #include "rules/rule_manager.h"
 #include "sampler/sampler.h"
+#include "store/recent_window.h"
 #include "store/series_set.h"
 #include "store/tsdb.h"
 #include "store/tsdb_flusher.h"
@@ -90,7 +91,7 @@ class Agent {
 
   std::expected<void, AgentError> open_history();
   void start_rules();
-  // The diagnosis loop over the history, or the reason there is none (logged once).
+  // The diagnosis loop over the recent window, or the reason there is none (logged once).
   void create_diagnosis();
   http::PublishedDiagnosis published_diagnosis() const;
   std::expected<void, AgentError> start_http();
@@ -122,7 +123,7 @@ class Agent {
   std::unique_ptr<DataDirLock> data_dir_lock_;  // with history
   std::unique_ptr<store::Tsdb> tsdb_;           // with history
   std::unique_ptr<store::TsdbFlusher> flusher_;  // with history: writes it on a thread of its own
-  std::unique_ptr<HistoryRecorder> recorder_;   // with history
+  std::unique_ptr<HistoryRecorder> recorder_;   // with history or the diagnosis
   store::SeriesSet no_history_;                 // what the query API reads without history
   std::unique_ptr<GpuReader> reader_;
   std::unique_ptr<sampler::Sampler> sampler_;
@@ -131,9 +132,14 @@ class Agent {
   std::unique_ptr<http::RulesApi> rules_api_;
   std::unique_ptr<rules::AlertStateFile> alert_state_;  // with --rules
   std::unique_ptr<RuleEvaluationLoop> rule_loop_;        // with --rules
-  std::unique_ptr<analysis::StoreSource> diagnosis_source_;                 // with the diagnosis
-  std::unique_ptr<rules::StoreAppender<store::Tsdb>> diagnosis_appender_;  // with the diagnosis
-  std::unique_ptr<DiagnosisLoop> diagnosis_loop_;                           // with the diagnosis
+  // With the diagnosis: the recent readings it evaluates (fed by the recorder, history or not), the
+  // history it looks further back in for "idle since" (the recent window without history), and where
+  // its verdict series go (nowhere without history).
+  std::unique_ptr<store::RecentWindow> recent_window_;
+  std::unique_ptr<analysis::StoreSource> diagnosis_source_;
+  std::unique_ptr<analysis::StoreSource> diagnosis_history_;
+  std::unique_ptr<rules::SampleAppender> diagnosis_appender_;
+  std::unique_ptr<DiagnosisLoop> diagnosis_loop_;
   std::string diagnosis_off_;  // why there is no diagnosis loop
   std::unique_ptr<http::DiagnosisApi> diagnosis_api_;
   std::unique_ptr<http::HttpServer> server_;

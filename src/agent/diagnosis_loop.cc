@@ -27,9 +27,10 @@ void order_by_gpu(std::vector<analysis::DiagnosisSample>& samples) {
 
 }  // namespace
 
-DiagnosisLoop::DiagnosisLoop(const analysis::ReadingSource& source, rules::SampleAppender& out,
-                             DiagnosisLoopOptions options, const model::Clock& clock, log::Logger& log)
-    : source_(source), out_(out), options_(std::move(options)), clock_(clock), log_(log) {
+DiagnosisLoop::DiagnosisLoop(const analysis::ReadingSource& recent, const analysis::ReadingSource& history,
+                             rules::SampleAppender& out, DiagnosisLoopOptions options, const model::Clock& clock,
+                             log::Logger& log)
+    : source_(recent), history_(history), out_(out), options_(std::move(options)), clock_(clock), log_(log) {
   published_.store(std::make_shared<const Published>());
 }
 
@@ -90,7 +91,7 @@ std::expected<analysis::Diagnosis, std::string> DiagnosisLoop::diagnose(std::int
     }
   }
   if (!first_seen.gpus.empty()) {
-    auto found = analysis::find_last_activity(source_, first_seen, options_.thresholds, options_.idle_lookback_ms);
+    auto found = analysis::find_last_activity(history_, first_seen, options_.thresholds, options_.idle_lookback_ms);
     if (!found) return std::unexpected(found.error());
     for (const auto& f : first_seen.gpus) {
       for (auto& g : d.gpus) {

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "analysis/diagnosis.h"
@@ -50,7 +51,12 @@ class DiagnosisLoop {
   // Reads readings from `source` and appends the verdict series to `out` at each evaluation's time.
   // Both must outlive the loop; `out` must take appends from another thread than the sampler's.
   DiagnosisLoop(const analysis::ReadingSource& source, rules::SampleAppender& out, DiagnosisLoopOptions options,
-                const model::Clock& clock, log::Logger& log);
+                const model::Clock& clock, log::Logger& log)
+      : DiagnosisLoop(source, source, out, std::move(options), clock, log) {}
+  // The window is read from `recent` (the agent's store::RecentWindow: cheap, but only the last span);
+  // a GPU first seen idle is looked for further back in `history` ("idle since").
+  DiagnosisLoop(const analysis::ReadingSource& recent, const analysis::ReadingSource& history,
+                rules::SampleAppender& out, DiagnosisLoopOptions options, const model::Clock& clock, log::Logger& log);
   ~DiagnosisLoop();  // stop()
   DiagnosisLoop(const DiagnosisLoop&) = delete;
   DiagnosisLoop& operator=(const DiagnosisLoop&) = delete;
@@ -76,6 +82,7 @@ class DiagnosisLoop {
   std::expected<analysis::Diagnosis, std::string> diagnose(std::int64_t at_ms);
 
   const analysis::ReadingSource& source_;
+  const analysis::ReadingSource& history_;
   rules::SampleAppender& out_;
   const DiagnosisLoopOptions options_;
   const model::Clock& clock_;

@@ -14,9 +14,11 @@ namespace {
 // the value, so labels are parsed and built only for series that are new or moved.
 class LabeledValueSink : public exporter::SampleSink {
  public:
-  LabeledValueSink(std::vector<store::LabeledValue>& values, std::vector<std::string>& keys)
-      : values_(values), keys_(keys) {}
+  // `changed` is set when any position ends up holding another series than before.
+  LabeledValueSink(std::vector<store::LabeledValue>& values, std::vector<std::string>& keys, bool& changed)
+      : values_(values), keys_(keys), changed_(changed) {}
   ~LabeledValueSink() override {
+    if (position_ != values_.size()) changed_ = true;
     values_.resize(position_);
     keys_.resize(position_);
   }
@@ -35,6 +37,7 @@ class LabeledValueSink : public exporter::SampleSink {
     ls.reserve(pairs_.size());
     for (auto& [n, v] : pairs_) ls.push_back({std::move(n), std::move(v)});
     store::LabeledValue lv{store::Labels(std::move(ls)), value};
+    changed_ = true;
     if (position_ < keys_.size()) {
       keys_[position_] = key_;
       values_[position_] = std::move(lv);
@@ -48,6 +51,7 @@ class LabeledValueSink : public exporter::SampleSink {
  private:
   std::vector<store::LabeledValue>& values_;
   std::vector<std::string>& keys_;
+  bool& changed_;
   std::size_t position_ = 0;
   std::string key_;
   std::vector<std::pair<std::string, std::string>> pairs_;
@@ -63,17 +67,29 @@ HistoryRecorder::HistoryRecorder(store::Head& head, std::vector<model::GpuInfo> 
                                  exporter::GpuMetricsOptions options, log::Logger& log)
     : head_(&head), gpus_(std::move(gpus)), system_(std::move(system)), options_(options), log_(log) {}
 
+HistoryRecorder::HistoryRecorder(std::vector<model::GpuInfo> gpus, model::SystemInfo system,
+                                 exporter::GpuMetricsOptions options, log::Logger& log)
+    : gpus_(std::move(gpus)), system_(std::move(system)), options_(options), log_(log) {}
+
 void HistoryRecorder::record(const model::Snapshot& snapshot) {
   auto set = set_.load();
   if (!set) return;
+  bool changed = false;
   {
-    LabeledValueSink sink(values_, keys_);
+    LabeledValueSink sink(values_, keys_, changed);
     exporter::ExpositionWriter writer(sink);
     exporter::write_gpu_metrics(writer, snapshot, gpus_, system_, *set, options_);
     if (agent_status_) exporter::write_agent_metrics(writer, agent_status_());
   }
   const auto t_ms = std::chrono::duration_cast<std::chrono::milliseconds>(snapshot.time.time_since_epoch()).count();
-  const auto result = tsdb_ != nullptr ? tsdb_->append_reading(t_ms, values_) : head_->append_reading(t_ms, values_);
+  if (changed) ++layout_;
+  store::ReadingResult result;
+  if (tsdb_ != nullptr) {
+    result = tsdb_->append_reading(t_ms, values_);
+  } else if (head_ != nullptr) {
+    result = head_->append_reading(t_ms, values_);
+  }
+  if (listener_) listener_(t_ms, values_, layout_);
   // Logged when appends start or stop failing (a clock stepped back), not per reading.
   const bool failing = result.rejected > 0;
   if (failing != append_failing_) {

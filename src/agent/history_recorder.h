@@ -27,6 +27,18 @@ class HistoryRecorder {
   // Into a bare in-memory head, never flushed (a backtest on a virtual clock).
   HistoryRecorder(store::Head& head, std::vector<model::GpuInfo> gpus, model::SystemInfo system,
                   exporter::GpuMetricsOptions options, log::Logger& log);
+  // Into no store: each reading only goes to the listener (--no-history, where the diagnosis still
+  // keeps its recent window).
+  HistoryRecorder(std::vector<model::GpuInfo> gpus, model::SystemInfo system, exporter::GpuMetricsOptions options,
+                  log::Logger& log);
+
+  // Told of every reading once it is appended, on the sampler thread: its time, its series and values,
+  // and a layout number that changes whenever any position of the reading holds another series than
+  // in the one before (so a store::RecentWindow reads no labels while it stays the same).
+  using ReadingListener =
+      std::function<void(std::int64_t t_ms, std::span<const store::LabeledValue> values, std::uint64_t layout)>;
+  // Set before the sampler starts.
+  void set_reading_listener(ReadingListener listener) { listener_ = std::move(listener); }
 
   // The metric set to record from the next reading on (set at start and on each collectors reload).
   void set_metric_set(std::shared_ptr<const exporter::MetricSet> set) { set_.store(std::move(set)); }
@@ -37,8 +49,9 @@ class HistoryRecorder {
   void record(const model::Snapshot& snapshot);
 
  private:
-  store::Tsdb* tsdb_ = nullptr;  // one of the two
+  store::Tsdb* tsdb_ = nullptr;  // one of the two, or neither (the listener only)
   store::Head* head_ = nullptr;
+  ReadingListener listener_;
   const std::vector<model::GpuInfo> gpus_;
   const model::SystemInfo system_;
   const exporter::GpuMetricsOptions options_;
@@ -47,6 +60,7 @@ class HistoryRecorder {
   std::function<exporter::AgentStatus()> agent_status_;
   std::vector<store::LabeledValue> values_;  // this reading's series and values, reused between readings
   std::vector<std::string> keys_;            // each one's exposition text (name, labels), to spot changes
+  std::uint64_t layout_ = 1;                 // bumped when values_ holds other series than before (0: unknown)
   bool append_failing_ = false;
 };
 

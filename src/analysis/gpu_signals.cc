@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 namespace gpuscope::analysis {
 namespace {
@@ -92,17 +93,19 @@ std::string host_of(const store::Labels& l) {
 }
 
 std::size_t signal_of(std::string_view name, std::size_t& preference) {
-  const auto& rows = table();
-  for (std::size_t s = 0; s < rows.size(); ++s) {
-    const auto& names = rows[s].series;
-    for (std::size_t p = 0; p < names.size(); ++p) {
-      if (names[p] == name) {
-        preference = p;
-        return s;
-      }
+  // A hash, not a walk of the table: the agent groups ~300 series at every evaluation.
+  static const std::unordered_map<std::string_view, std::pair<std::size_t, std::size_t>> by_name = [] {
+    std::unordered_map<std::string_view, std::pair<std::size_t, std::size_t>> out;
+    const auto& rows = table();
+    for (std::size_t s = 0; s < rows.size(); ++s) {
+      for (std::size_t p = 0; p < rows[s].series.size(); ++p) out.emplace(rows[s].series[p], std::pair(s, p));
     }
-  }
-  return kSignalCount;
+    return out;
+  }();
+  const auto it = by_name.find(name);
+  if (it == by_name.end()) return kSignalCount;
+  preference = it->second.second;
+  return it->second.first;
 }
 
 int index_of(const std::string& gpu) {
@@ -120,14 +123,21 @@ int index_of(const std::string& gpu) {
 std::span<const std::string_view> signal_series(Signal signal) { return row(signal).series; }
 std::string_view signal_title(Signal signal) { return row(signal).title; }
 
+std::span<const std::string_view> signal_names() {
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> out;
+    for (const auto& r : table()) out.insert(out.end(), r.series.begin(), r.series.end());
+    return out;
+  }();
+  return names;
+}
+
 const std::string& signal_name_regex() {
   static const std::string regex = [] {
     std::string out;
-    for (const auto& r : table()) {
-      for (std::string_view name : r.series) {
-        if (!out.empty()) out += '|';
-        out += name;
-      }
+    for (std::string_view name : signal_names()) {
+      if (!out.empty()) out += '|';
+      out += name;
     }
     return out;
   }();
@@ -204,7 +214,9 @@ std::vector<GpuHistory> group_by_gpu(std::vector<store::SeriesSamples> series) {
       for (const auto& [t, bits] : slot.throttle_bits) throttle.push_back({t, static_cast<double>(bits)});
     }
     for (auto& points : slot.history.signals) {
-      std::stable_sort(points.begin(), points.end(), [](const Point& a, const Point& b) { return a.t_ms < b.t_ms; });
+      const auto by_time = [](const Point& a, const Point& b) { return a.t_ms < b.t_ms; };
+      // One series per signal, the usual case, comes sorted: no sort (and no buffer for one).
+      if (!std::is_sorted(points.begin(), points.end(), by_time)) std::stable_sort(points.begin(), points.end(), by_time);
       // Two series of one signal (a relabelled duplicate) may repeat a time: keep one point per time.
       points.erase(std::unique(points.begin(), points.end(),
                                [](const Point& a, const Point& b) { return a.t_ms == b.t_ms; }),

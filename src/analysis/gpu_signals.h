@@ -69,7 +69,9 @@ inline constexpr std::uint64_t kThrottleHwPowerBrake = 0x80;
 std::span<const std::string_view> signal_series(Signal signal);
 // A short human name ("SM active", "PCIe RX").
 std::string_view signal_title(Signal signal);
-// Every series name any signal reads, as one RE2 alternation for a `__name__=~` matcher.
+// Every series name any signal reads (what a store keeps for the diagnosis: store::RecentWindow), and
+// the same as one RE2 alternation for a `__name__=~` matcher.
+std::span<const std::string_view> signal_names();
 const std::string& signal_name_regex();
 
 struct Point {

@@ -136,7 +136,8 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
                   "PagerDuty, email) routed by labels, remediation commands (see deploy/notify.example.yml)")
       ->type_name("FILE");
   app->add_flag("--no-history", no_history,
-                "record no history (no data directory; the query API answers from nothing, no diagnosis)");
+                "record no history (no data directory; the query API answers from nothing; the diagnosis keeps only "
+                "its window, and diagnoses no other)");
   bool no_diagnosis = false;
   std::string diagnosis_interval, diagnosis_window = "30s";
   std::vector<std::string> thresholds;

@@ -232,20 +232,41 @@ TEST_F(AgentTest, DiagnosesEachGpuFromTheFirstRequestAndWritesTheVerdictsToItsHi
   EXPECT_NE(log_text_.str().find("msg=diagnosis interval=1000ms window=30s"), std::string::npos) << log_text_.str();
 }
 
-TEST_F(AgentTest, WithoutHistoryTheDiagnosisIsOffAndSaysWhy) {
+// Without history the recorder still feeds the diagnosis' recent window: verdicts as with history,
+// only the on-demand diagnosis (any window, any time) needs the history.
+TEST_F(AgentTest, WithoutHistoryTheDiagnosisRunsFromItsRecentWindow) {
+  setenv("GPUSCOPE_SIM_SCENARIO", GPUSCOPE_SOURCE_DIR "/scenarios/idle.yaml", 1);
   config_.history = false;
   auto agent = Agent::load(config_, log_);
   ASSERT_TRUE(agent);
   ASSERT_TRUE((*agent)->start(backend(), [] { return false; }));
-  const auto r = e2e::http_get((*agent)->port(), "/api/v1/diagnosis");
-  EXPECT_EQ(r.status, 503);
-  const std::string why = "the diagnosis is off: it reads the recent readings the history keeps, which --no-history turns off";
-  EXPECT_EQ(nlohmann::json::parse(r.body)["error"], why);
-  EXPECT_NE(log_text_.str().find("level=warn msg=\"" + why + "\""), std::string::npos) << log_text_.str();
-  EXPECT_EQ(e2e::http_get((*agent)->port(), "/metrics").body.find("gpuscope_diagnosis"), std::string::npos);
+  unsetenv("GPUSCOPE_SIM_SCENARIO");
+  const int port = (*agent)->port();
+  const auto r = e2e::http_get(port, "/api/v1/diagnosis");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto d = nlohmann::json::parse(r.body);
+  ASSERT_EQ(d["data"]["gpus"].size(), 8u) << r.body;
+  for (const auto& g : d["data"]["gpus"]) EXPECT_EQ(g["verdict"], "idle") << g.dump();
+  for (int n = 2; n <= 3; ++n) {
+    tick(port, 1s);
+    for (int i = 0; i < 10000 && agent_counter(port, "gpuscope_diagnosis_evaluations_total") < n; ++i) {
+      std::this_thread::sleep_for(1ms);
+    }
+  }
+  EXPECT_EQ(agent_counter(port, "gpuscope_diagnosis_evaluations_total"), 3);
+  EXPECT_EQ(agent_counter(port, "gpuscope_diagnosis_evaluation_failures_total"), 0);
+  EXPECT_NE(e2e::http_get(port, "/metrics").body.find(",verdict=\"idle\"} 1\n"), std::string::npos);
+  const auto on_demand = e2e::http_get(port, "/api/v1/diagnosis?window=30s");
+  EXPECT_EQ(on_demand.status, 503);
+  EXPECT_EQ(nlohmann::json::parse(on_demand.body)["error"],
+            "no history to diagnose (the agent runs with --no-history, which keeps no readings)");
+  EXPECT_NE(log_text_.str().find("msg=diagnosis interval=1000ms window=30s history=\"no (idle since: the last window only)\""),
+            std::string::npos)
+      << log_text_.str();
   EXPECT_TRUE((*agent)->stop());
+}
 
-  config_.history = true;
+TEST_F(AgentTest, WithTheDiagnosisOffTheApiSaysWhyAndStillDiagnosesOnDemand) {
   config_.diagnosis = false;
   auto off = Agent::load(config_, log_);
   ASSERT_TRUE(off);

@@ -13,6 +13,7 @@
 
 #include "sampler/sampler.h"
 #include "store/head.h"
+#include "store/recent_window.h"
 
 namespace gpuscope::agent {
 namespace {
@@ -223,6 +224,39 @@ TEST_F(DiagnosisLoopTest, AGpuFirstSeenIdleIsLookedForFurtherBackForItsLastActiv
   advance(1s);
   ASSERT_TRUE(evaluated(loop, 2));
   EXPECT_EQ(loop.latest()->diagnosis->gpus.at(0).since_ms, now - 121'000);
+  loop.stop();
+}
+
+// The agent's loop evaluates from its recent window (cheap, the last span only) and reads the history
+// only to look back for a GPU first seen idle: never for an evaluation's window.
+TEST_F(DiagnosisLoopTest, EvaluatesFromTheRecentWindowAndLooksBackOnlyInTheHistory) {
+  const std::int64_t now = clock_.unix_ms();
+  for (int s = 180; s > 120; --s) reading(now - s * 1000, 0, 0.9, 0.85);
+  for (int s = 120; s >= 0; --s) {
+    reading(now - s * 1000, 0, 0, 0);
+    reading(now - s * 1000, 1, 0.9, 0.85);
+  }
+  store::RecentWindow recent(analysis::signal_names(), 40'000);
+  auto all = head_.select({}, INT64_MIN, INT64_MAX);
+  ASSERT_TRUE(all);
+  recent.seed(std::move(*all));
+  WatchedSource window(recent), history(head_);
+  DiagnosisLoop loop(window, history, appender_, options(), clock_, log_);
+  loop.start(nullptr);
+  ASSERT_TRUE(loop.wait_for_first(10s));
+  const std::size_t lookbacks = history.threads().size();
+  EXPECT_GE(lookbacks, 1u) << "GPU 0 first seen idle: looked back once";
+  for (int n = 2; n <= 4; ++n) {
+    advance(1s);
+    ASSERT_TRUE(evaluated(loop, n));
+  }
+  EXPECT_EQ(window.threads().size(), 4u) << "one read of the window per evaluation";
+  EXPECT_EQ(history.threads().size(), lookbacks) << "the history is not read again for the window";
+  const auto& gpus = loop.latest()->diagnosis->gpus;
+  ASSERT_EQ(gpus.size(), 2u);
+  EXPECT_EQ(gpus[0].verdict, analysis::Verdict::kIdle);
+  EXPECT_EQ(gpus[0].since_ms, now - 121'000) << "found in the history, before the recent window";
+  EXPECT_NE(gpus[1].verdict, analysis::Verdict::kIdle);
   loop.stop();
 }
 
