@@ -188,10 +188,13 @@ actions:
   }));
   EXPECT_EQ(actions, "1 firing\n");
 
-  // What the agent says about its notifications.
-  const std::string metrics = agent.metrics();
-  EXPECT_NE(metrics.find("gpuscope_notifications_total{receiver=\"all\",integration=\"webhook\"} 4"), std::string::npos)
-      << metrics;
+  // What the agent says about its notifications. A receiver has its request before the agent has its
+  // answer and counts the delivery: wait for the count rather than read it once.
+  std::string metrics;
+  EXPECT_TRUE(testing::eventually([&] {
+    metrics = agent.metrics();
+    return metrics.find("gpuscope_notifications_total{receiver=\"all\",integration=\"webhook\"} 4") != std::string::npos;
+  }, 10s)) << metrics;
   EXPECT_NE(metrics.find("gpuscope_notifications_dropped_total 0"), std::string::npos);
   EXPECT_NE(metrics.find("gpuscope_actions_total{outcome=\"skipped_cooldown\"} 1"), std::string::npos) << metrics;
 
