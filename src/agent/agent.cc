@@ -176,14 +176,14 @@ std::expected<Agent::Started, AgentError> Agent::start(std::unique_ptr<nvml::Nvm
   }
 
   if (diagnosis_loop_) {
-    diagnosis_loop_->start([this] { sampler_->wait_for(1, std::chrono::seconds(30)); });
+    diagnosis_loop_->start([this] { wait_for_first_reading(); });
     // One diagnosis is milliseconds of reading memory; after a missed first reading there is none to wait for.
     if (sampler_->latest()) diagnosis_loop_->wait_for_first(kFirstDiagnosisWait);
   }
   if (auto listening = start_http(); !listening) return std::unexpected(listening.error());
   if (rule_loop_) {
     // The first evaluation waits for the first reading, so rules never start on an empty store.
-    rule_loop_->start([this] { sampler_->wait_for(1, std::chrono::seconds(30)); });
+    rule_loop_->start([this] { wait_for_first_reading(); });
   }
   return Started::kServing;
 }
@@ -291,8 +291,9 @@ void Agent::create_diagnosis() {
 http::PublishedDiagnosis Agent::published_diagnosis() const {
   if (!diagnosis_loop_) return {nullptr, diagnosis_off_};
   const auto latest = diagnosis_loop_->latest();
+  // An older verdict is not served as the current one once an evaluation has failed.
+  if (!latest->last_error.empty()) return {nullptr, "the last diagnosis failed: " + latest->last_error};
   if (latest->diagnosis) return {latest->diagnosis, {}};
-  if (!latest->last_error.empty()) return {nullptr, "the diagnosis failed: " + latest->last_error};
   return {nullptr, "no diagnosis yet: the first evaluation comes after the first GPU reading"};
 }
 
@@ -380,9 +381,19 @@ void Agent::reload() {
   }
 }
 
+void Agent::wait_for_first_reading() const {
+  // In slices, so a stop does not wait for a first reading stuck in the driver: the loops that wait here
+  // are joined before the sampler is given up on.
+  const auto deadline = std::chrono::steady_clock::now() + kFirstReadingForLoops;
+  while (!stopping_.load() && std::chrono::steady_clock::now() < deadline) {
+    if (sampler_->wait_for(1, kStopPoll)) return;
+  }
+}
+
 bool Agent::stop() {
   if (!started_ || stopped_) return true;  // loaded only: nothing runs yet
   stopped_ = true;
+  stopping_ = true;
   // Queries still running end at their next check (Prometheus's "query was canceled"), so neither the
   // HTTP server nor the rules loop waits for one.
   query_limiter_->cancel_all();

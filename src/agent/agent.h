@@ -4,6 +4,7 @@
 // whose presence was checked somewhere else.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <expected>
@@ -63,6 +64,8 @@ class Agent {
   // and the history's last flush this long on a stuck disk.
   static constexpr std::chrono::milliseconds kStopGrace{600};
   static constexpr std::chrono::milliseconds kFlushGrace{300};
+  // How long the rules and diagnosis loops wait for the first reading before they start anyway.
+  static constexpr std::chrono::seconds kFirstReadingForLoops{30};
 
   // Reads what the config names (collectors file, rule files, notification config) before anything
   // starts: a bad file stops the agent with every problem listed. `log` must outlive the agent.
@@ -98,12 +101,15 @@ class Agent {
   // What /metrics and the history add to the routes' own status: rule groups, notifications, the store.
   void extend_status(exporter::AgentStatus& status) const;
   model::Snapshot read_and_record();
+  // The rules and diagnosis loops' start: the first reading, 30 s at most, or until stop() begins.
+  void wait_for_first_reading() const;
 
   const AgentConfig config_;
   const model::Clock& clock_;
   log::Logger& log_;
   bool started_ = false;
   bool stopped_ = false;
+  std::atomic<bool> stopping_{false};  // set as stop() begins: the loops' waits end
 
   // One limiter for the query API and the rules: one concurrency bound, and cancel_all() at stop ends
   // both (a long query never holds up a stop).

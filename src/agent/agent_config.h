@@ -49,9 +49,9 @@ struct AgentConfig {
   // The catalog and tier behind gpuscope_gpu_hourly_price_dollars (no catalog: no such series).
   std::optional<model::PriceCatalog> price_catalog;
   model::PriceTier price_tier = model::PriceTier::kOnDemand;
-  // The diagnosis (a verdict per GPU), evaluated on a thread of its own over the history and written
-  // back to it as gpuscope_diagnosis_info; it needs the history (recent readings), so --no-history
-  // turns it off too.
+  // The diagnosis (a verdict per GPU), evaluated on a thread of its own over the recent readings the
+  // history recorder keeps for it (store::RecentWindow, with or without history) and written back to the
+  // history, where there is one, as gpuscope_diagnosis_info.
   bool diagnosis = true;
   std::chrono::milliseconds diagnosis_interval{0};  // 0: the reading interval
   std::chrono::milliseconds diagnosis_window = std::chrono::seconds(30);

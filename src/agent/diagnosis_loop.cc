@@ -58,8 +58,10 @@ exporter::DiagnosisStatus DiagnosisLoop::status() const {
   s.evaluation_failures_total = p->failures;
   s.last_duration_seconds = p->last_duration_seconds;
   s.last_evaluation_timestamp_seconds = static_cast<double>(p->last_evaluation_ms) / 1000.0;
-  s.series.reserve(p->series.size());
-  for (const analysis::DiagnosisSample& d : p->series) {
+  // After a failed evaluation the verdicts are of an older window: none is exported as current.
+  const bool current = p->last_error.empty();
+  s.series.reserve(current ? p->series.size() : 0);
+  for (const analysis::DiagnosisSample& d : current ? p->series : std::vector<analysis::DiagnosisSample>{}) {
     exporter::DiagnosisStatus::Sample out;
     out.value = d.value;
     for (const auto& l : d.labels) {

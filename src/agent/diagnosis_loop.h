@@ -1,7 +1,8 @@
 // DiagnosisLoop: the agent's diagnosis thread. Every interval it diagnoses each GPU over the latest
-// window of the history, writes the verdicts back to it (gpuscope_diagnosis_info, so rules and PromQL
-// see them) and publishes the result for /metrics and /api/v1/diagnosis. It only reads what the
-// sampler already appended, on a thread of its own, so a slow diagnosis never delays a GPU reading.
+// window of readings (the agent's store::RecentWindow; "idle since" looks further back in the history),
+// writes the verdicts back (gpuscope_diagnosis_info, so rules and PromQL see them) and publishes the
+// result for /metrics and /api/v1/diagnosis. It only reads what the sampler already appended, on a
+// thread of its own, so a slow diagnosis never delays a GPU reading.
 #pragma once
 
 #include <atomic>

@@ -73,14 +73,9 @@ Segment choose_segment(const GpuHistory& h, std::int64_t at_ms, std::int64_t win
       full.sawtooth(t.sawtooth_peak_sm_active, t.sawtooth_low_share)) {
     return full;
   }
-  // The readings [begin, end) as a segment, and the longest steady run ending at `end`.
+  // The readings [begin, end) as a segment.
   auto segment = [&](std::size_t begin, std::size_t end) { return Segment(h, times[begin].t_ms - 1, times[end - 1].t_ms); };
-  auto steady_run = [&](std::size_t end) {
-    std::size_t k = 1;
-    while (k < end && segment(end - k - 1, end).steady(kSteadyTolerance)) ++k;
-    return k;
-  };
-  const std::size_t now = steady_run(n);
+  const std::size_t now = steady_run(h, times, n, kSteadyTolerance);
   if (now >= kMinRegimeReadings) {
     // One reading between two regimes straddles both: it belongs to neither.
     if (n - now < 2) return full;
@@ -92,7 +87,7 @@ Segment choose_segment(const GpuHistory& h, std::int64_t at_ms, std::int64_t win
   // Just changed: the regime just left, if it was one.
   if (n < now + 1 + kMinRegimeReadings) return full;
   const std::size_t end = n - now - 1;
-  const std::size_t left = steady_run(end);
+  const std::size_t left = steady_run(h, times, end, kSteadyTolerance);
   if (left < kMinRegimeReadings) return full;
   return segment(end - left, end);
 }
@@ -155,11 +150,17 @@ void add_imbalance(std::vector<GpuDiagnosis>& gpus, std::span<const GpuHistory> 
       if (me.sm && !sms.empty()) {
         const double peers = median(sms);
         if (peers >= kImbalanceMinPeerSmActive && *me.sm < t.imbalance_sm_share * peers) {
+          // Without a job label the GPUs of a host may run different jobs: a comparison, not a claim
+          // that the others wait.
+          const bool job = !g.identity.job.empty();
           g.findings.push_back(
               {"imbalance_busy",
-               fmt::format("less busy than its peers: SM active {} against a median {} on the job's other {} GPUs; "
-                           "they wait for it at every collective",
-                           text::ratio(*me.sm), text::ratio(peers), sms.size()),
+               fmt::format("less busy than its peers: SM active {} against a median {} on the {} other busy GPUs "
+                           "of {}; {}",
+                           text::ratio(*me.sm), text::ratio(peers), sms.size(),
+                           job ? "its job" : "this host",
+                           job ? "they wait for it at every collective"
+                               : "if they run one job, they wait for it at every collective"),
                {{"sm_active", *me.sm, text::ratio(*me.sm)}, {"peers_sm_active", peers, text::ratio(peers)}},
                "Look at what differs on this GPU: its rank's input pipeline, its share of the batch, its PCIe/NUMA "
                "placement (nvidia-smi topo -m)."});
@@ -170,8 +171,9 @@ void add_imbalance(std::vector<GpuDiagnosis>& gpus, std::span<const GpuHistory> 
         if (*me.clock < t.clock_imbalance_share * peers) {
           g.findings.push_back(
               {"imbalance_clock",
-               fmt::format("slower clocked than its peers: SM clock {} against a median {}; the job runs at its pace",
-                           text::mhz(*me.clock), text::mhz(peers)),
+               fmt::format("slower clocked than its peers: SM clock {} against a median {}; {}", text::mhz(*me.clock),
+                           text::mhz(peers),
+                           g.identity.job.empty() ? "a job across these GPUs runs at its pace" : "the job runs at its pace"),
                {{"sm_clock_mhz", *me.clock, text::mhz(*me.clock)}, {"peers_sm_clock_mhz", peers, text::mhz(peers)}},
                "Check why this board clocks lower: throttle reasons (power, thermal, hardware slowdown), its "
                "cooling, its power supply."});

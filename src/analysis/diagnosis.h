@@ -86,6 +86,11 @@ struct Diagnosis {
 Diagnosis diagnose(std::span<const GpuHistory> gpus, std::int64_t at_ms, std::int64_t window_ms,
                    const Thresholds& thresholds);
 
+// The times a diagnosis may be asked for: 1970 to the end of year 9999 (RFC 3339's four-digit years).
+// Outside them a window's start would overflow, and no recording holds readings there.
+inline constexpr std::int64_t kEarliestDiagnosisMs = 0;
+inline constexpr std::int64_t kLatestDiagnosisMs = 253'402'300'799'000;
+
 // The XIDs that mean the GPU needs a reset or replacement (not an application's error).
 bool is_critical_xid(int xid);
 

@@ -66,7 +66,9 @@ std::expected<void, std::string> find_last_activity(const ReadingSource& source,
       const auto h = std::find_if(histories.begin(), histories.end(),
                                   [&](const GpuHistory& x) { return x.identity.key == g.identity.key; });
       if (h == histories.end()) {
-        ++it;
+        // A gap (the agent was down, the GPU absent): what came before it says nothing of since when
+        // the GPU is idle, so the search ends with "at least".
+        it = waiting.erase(it);
         continue;
       }
       const bool by_gr = !h->points(Signal::kGrActive).empty();

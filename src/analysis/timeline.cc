@@ -5,8 +5,10 @@
 namespace gpuscope::analysis {
 namespace {
 
-// Each read covers this many steps (plus one window before them).
+// Each read covers up to this many steps (plus one window before them) and at most kMaxChunkMs of
+// steps, so what one read holds is bounded by time, whatever --step is.
 constexpr std::int64_t kStepsPerChunk = 600;
+constexpr std::int64_t kMaxChunkMs = 3600LL * 1000;
 
 }  // namespace
 
@@ -18,9 +20,12 @@ std::expected<std::vector<VerdictChange>, std::string> timeline(const ReadingSou
   const std::int64_t step = options.step_ms > 0 ? options.step_ms : default_step_ms(options.window_ms);
   VerdictTracker tracker(options.min_hold);
   std::vector<VerdictChange> changes;
-  for (std::int64_t chunk = options.from_ms; chunk < options.to_ms; chunk += step * kStepsPerChunk) {
-    const std::int64_t chunk_end = std::min(options.to_ms, chunk + step * kStepsPerChunk);
-    auto gpus = read_histories(source, chunk - options.window_ms, chunk_end, {});
+  // Whole steps per chunk: at least one (a step longer than the cap reads its own window only).
+  const std::int64_t chunk_ms = step * std::max<std::int64_t>(1, std::min(kStepsPerChunk, kMaxChunkMs / step));
+  for (std::int64_t chunk = options.from_ms; chunk < options.to_ms; chunk += chunk_ms) {
+    const std::int64_t chunk_end = std::min(options.to_ms, chunk + chunk_ms);
+    // The first diagnosis of the chunk, at chunk + step, reads back one window.
+    auto gpus = read_histories(source, chunk + step - options.window_ms, chunk_end, {});
     if (!gpus) return std::unexpected(gpus.error());
     for (std::int64_t at = chunk + step; at <= chunk_end; at += step) {
       Diagnosis d = diagnose(*gpus, at, options.window_ms, thresholds);

@@ -256,10 +256,25 @@ Decision classify(const Segment& seg, const Thresholds& t) {
       d.undecided.push_back("no_tensor_cores, compute_bound: DCGM_FI_PROF_PIPE_TENSOR_ACTIVE not recorded");
       return d;
     }
-    if (*tensor < t.tensor_unused && (!fp || *fp >= t.float_pipes_busy)) {
-      std::string summary = fmt::format("the SMs are busy (SM active {}) with the tensor pipes at {}", text::ratio(*sm),
-                                        text::ratio(*tensor));
-      if (fp) summary += fmt::format(": the math runs on the FP32/FP16/FP64 pipes ({})", text::ratio(*fp));
+    if (*tensor < t.tensor_unused && !fp) {
+      // Tensor cores idle, but whether the work is floating-point math they would take is not recorded:
+      // integer or gather-heavy kernels read the same. Said, not guessed.
+      Decision d = make(Verdict::kUnknown,
+                        fmt::format("the SMs are busy (SM active {}) with the tensor pipes at {}; whether the work is "
+                                    "floating-point math tensor cores would take is not recorded",
+                                    text::ratio(*sm), text::ratio(*tensor)),
+                        kUnknownFix);
+      add(d, "sm_active", *sm, text::ratio(*sm));
+      add(d, "tensor_active", *tensor, text::ratio(*tensor));
+      d.undecided.push_back("no_tensor_cores, compute_bound: the FP32/FP16/FP64 pipes "
+                            "(DCGM_FI_PROF_PIPE_FP*_ACTIVE) are not recorded");
+      return d;
+    }
+    if (*tensor < t.tensor_unused && *fp >= t.float_pipes_busy) {
+      const std::string summary =
+          fmt::format("the SMs are busy (SM active {}) with the tensor pipes at {}: the math runs on the "
+                      "FP32/FP16/FP64 pipes ({})",
+                      text::ratio(*sm), text::ratio(*tensor), text::ratio(*fp));
       Decision d = make(Verdict::kNoTensorCores, summary, kNoTensorFix);
       add(d, "sm_active", *sm, text::ratio(*sm));
       add(d, "tensor_active", *tensor, text::ratio(*tensor));
@@ -269,10 +284,6 @@ Decision classify(const Segment& seg, const Thresholds& t) {
                                                                                                         : "fp64_active";
           add(d, name, *m, text::ratio(*m));
         }
-      }
-      if (!fp) {
-        d.undecided.push_back("no_tensor_cores: the FP32/FP16/FP64 pipes are not recorded, so the work may be "
-                              "integer or other math that tensor cores would not speed up");
       }
       return d;
     }
@@ -292,9 +303,10 @@ Decision classify(const Segment& seg, const Thresholds& t) {
   }
 
   // Without the profiling ratios only utilization.gpu (and memory utilization) speak.
-  const std::string missing = gr ? "DCGM_FI_PROF_SM_ACTIVE not recorded"
-                                 : "SM and GR engine activity not recorded (no GPM on this GPU, or the profiling "
-                                   "fields not collected)";
+  const std::string missing = gr   ? "DCGM_FI_PROF_SM_ACTIVE not recorded"
+                              : sm ? "DCGM_FI_PROF_GR_ENGINE_ACTIVE not recorded"
+                                   : "SM and GR engine activity not recorded (no GPM on this GPU, or the profiling "
+                                     "fields not collected)";
   std::vector<std::string> undecided;
   for (Verdict v : {Verdict::kTransferBound, Verdict::kLaunchBound, Verdict::kInputStarved, Verdict::kNoTensorCores,
                     Verdict::kComputeBound}) {

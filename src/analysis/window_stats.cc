@@ -129,6 +129,45 @@ bool Segment::differs_from(const Segment& other, double tolerance) const {
   return false;
 }
 
+std::size_t steady_run(const GpuHistory& h, std::span<const Point> times, std::size_t end, double tolerance) {
+  if (end == 0) return 0;
+  const std::int64_t from = times[0].t_ms - 1;
+  const std::int64_t to = times[end - 1].t_ms;
+  struct Track {
+    std::span<const Point> points;
+    double scale;
+    std::size_t next;  // points[next, size) are in the run
+    double lo, hi;
+  };
+  std::vector<Track> tracks;
+  auto track = [&](Signal s, double scale) {
+    const auto pts = h.window(s, from, to);
+    if (!pts.empty()) tracks.push_back({pts, scale, pts.size(), 0, 0});
+  };
+  // The same ratios Segment::activity() compares.
+  for (Signal s : {Signal::kGrActive, Signal::kSmActive, Signal::kTensorActive, Signal::kDramActive}) track(s, 1);
+  if (tracks.empty()) track(Signal::kUtilization, 100);
+  if (const auto link = Segment(h, from, to).link_bytes_per_second()) {
+    track(Signal::kPcieRxBytes, *link);
+    track(Signal::kPcieTxBytes, *link);
+  }
+  std::size_t run = 0;
+  for (std::size_t i = end; i-- > 0;) {
+    const std::int64_t start = times[i].t_ms;
+    for (Track& tr : tracks) {
+      while (tr.next > 0 && tr.points[tr.next - 1].t_ms >= start) {
+        const double v = tr.points[--tr.next].value / tr.scale;
+        const bool first = tr.next + 1 == tr.points.size();
+        tr.lo = first ? v : std::min(tr.lo, v);
+        tr.hi = first ? v : std::max(tr.hi, v);
+      }
+      if (tr.next < tr.points.size() && tr.hi - tr.lo > tolerance) return std::max<std::size_t>(run, 1);
+    }
+    ++run;
+  }
+  return run;
+}
+
 bool Segment::sawtooth(double peak, double low_share) const {
   auto pts = history_.window(Signal::kSmActive, from_ms_, to_ms_);
   if (pts.empty()) pts = history_.window(Signal::kGrActive, from_ms_, to_ms_);

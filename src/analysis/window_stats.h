@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "analysis/gpu_signals.h"
@@ -61,6 +62,11 @@ class Segment {
   std::int64_t from_ms_;
   std::int64_t to_ms_;
 };
+
+// The longest run of readings ending at times[end - 1] whose activity ratios (as Segment::steady reads
+// them) stay within `tolerance`: how many of times[0, end) it holds, at least 1. One pass over the
+// readings, so an hour-long window costs what its readings do.
+std::size_t steady_run(const GpuHistory& history, std::span<const Point> times, std::size_t end, double tolerance);
 
 // Bytes/s one direction of a PCIe link carries (after line coding) at `gen` and `width`.
 std::optional<double> pcie_link_bytes_per_second(double gen, double width);

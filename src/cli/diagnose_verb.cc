@@ -105,7 +105,7 @@ std::expected<DiagnoseOptions, ParseExit> parse_diagnose_args(std::span<const st
   app->add_option("--url", o.url, "a running agent, e.g. http://127.0.0.1:9400, or any Prometheus")->type_name("URL");
   app->add_option("--data-dir", o.data_dir, "read this data directory (an agent's, or an import); never written")
       ->type_name("DIR");
-  app->add_option("--window", window, "the readings each verdict is drawn from, 1s to 24h (default 30s)")
+  app->add_option("--window", window, "the readings each verdict is drawn from, 1s to 1h (default 30s)")
       ->type_name("DURATION");
   app->add_option("--at", at,
                   "the end of the window (default now); with --simulate a time into the scenario, e.g. 12m "
@@ -138,7 +138,7 @@ std::expected<DiagnoseOptions, ParseExit> parse_diagnose_args(std::span<const st
   o.scenario = global.scenario;
   const bool simulated = o.source == DiagnoseOptions::Source::kSimulate;
 
-  auto w = bounded_duration("--window", window, kMinWindowMs, kMaxWindowMs, "1s to 24h", "30s");
+  auto w = bounded_duration("--window", window, kMinWindowMs, kMaxWindowMs, "1s to 1h", "30s");
   if (!w) return std::unexpected(w.error());
   o.window_ms = *w;
   if (!o.timeline && (!since.empty() || !step.empty())) {
@@ -171,6 +171,9 @@ std::expected<DiagnoseOptions, ParseExit> parse_diagnose_args(std::span<const st
     if (!at.empty()) {
       auto t = parse_time(at, now_ms);
       if (!t) return std::unexpected(usage(fmt::format("invalid value '{}' for --at: {}", at, t.error())));
+      if (*t < analysis::kEarliestDiagnosisMs || *t > analysis::kLatestDiagnosisMs) {
+        return std::unexpected(usage(fmt::format("invalid value '{}' for --at: not between 1970 and 9999", at)));
+      }
       o.at_ms = *t;
     }
   }

@@ -36,10 +36,11 @@ struct DiagnoseOptions {
   std::chrono::milliseconds timeout{0};  // each --url request
 };
 
-// --window's range: a second holds one reading at the agent's default interval; a day is as far as a
-// "current" verdict can sensibly reach (longer spans are what --timeline is for).
+// --window's range: a second holds one reading at the agent's default interval; an hour, as the agent's
+// --diagnosis.window, is as far as a "current" verdict reaches: its readings (~35 series per GPU at
+// 1 s) are copied for the diagnosis, and longer spans are what --timeline is for.
 inline constexpr std::int64_t kMinWindowMs = 1000;
-inline constexpr std::int64_t kMaxWindowMs = 24LL * 3600 * 1000;
+inline constexpr std::int64_t kMaxWindowMs = 3600LL * 1000;
 // --since's: a timeline longer than 30 days is thousands of diagnoses per GPU per day of it.
 inline constexpr std::int64_t kMaxSinceMs = 30LL * 24 * 3600 * 1000;
 // The timeline's range without --since.

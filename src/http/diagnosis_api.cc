@@ -125,6 +125,11 @@ HttpResponse DiagnosisApi::handle(const HttpRequest& request) const {
     if (name == "time") {
       auto t = parse_api_time(value);
       if (!t) return diagnosis_error(400, "bad_data", fmt::format("invalid parameter \"time\": {}", t.error()));
+      if (*t < analysis::kEarliestDiagnosisMs || *t > analysis::kLatestDiagnosisMs) {
+        return diagnosis_error(400, "bad_data",
+                               fmt::format("invalid parameter \"time\": {} is not between 1970 and 9999",
+                                           promql::go_quote(value)));
+      }
       at_ms = *t;
     } else if (name == "window") {
       auto w = parse_api_duration(value);
@@ -163,7 +168,8 @@ HttpResponse DiagnosisApi::on_demand(std::int64_t at_ms, std::int64_t window_ms,
     slot.emplace(std::move(*acquired));
   }
   DeadlineSource source(*history_, clock, deadline, options_.limiter ? &options_.limiter->canceled() : nullptr);
-  auto d = analysis::diagnose_from(source, at_ms, window_ms, options_.thresholds, filter);
+  // Every GPU, filtered by only_gpus below: it names the GPUs there are when one asked for is not.
+  auto d = analysis::diagnose_from(source, at_ms, window_ms, options_.thresholds, {});
   if (!d) {
     if (!source.ended().empty()) return diagnosis_error(503, source.ended(), d.error());
     return diagnosis_error(500, "internal", d.error());

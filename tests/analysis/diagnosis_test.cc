@@ -122,13 +122,14 @@ TEST(Diagnosis, TensorPipesIdleWithBusyFloatPipesIsNoTensorCores) {
   integer.busy(0, 40, 0.98, 0.95, 0.0, 0.1, 0.02, 100);
   EXPECT_EQ(one(integer, 40).verdict, Verdict::kComputeBound);
 
-  GpuBuilder unrecorded;  // float pipes not collected: said, not guessed away
+  GpuBuilder unrecorded;  // float pipes not collected: undecided, not guessed
   unrecorded.set("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 0, 40, 0.98)
       .set("DCGM_FI_PROF_SM_ACTIVE", 0, 40, 0.95)
       .set("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 0, 40, 0.0);
   const auto u = one(unrecorded, 40);
-  EXPECT_EQ(u.verdict, Verdict::kNoTensorCores);
+  EXPECT_EQ(u.verdict, Verdict::kUnknown);
   ASSERT_EQ(u.undecided.size(), 1U);
+  EXPECT_NE(u.undecided[0].find("no_tensor_cores"), std::string::npos) << u.undecided[0];
 }
 
 TEST(Diagnosis, FewSmsBusyWhileNvlinkCarriesDataSaysCollectivesMayBeWhy) {
@@ -193,6 +194,11 @@ TEST(Diagnosis, AGpuLessBusyOrSlowerThanItsJobsPeersIsFound) {
   const auto d = diagnose(h, at_s(40), kWindow, Thresholds{});
   ASSERT_EQ(d.gpus.size(), 5U);
   for (const auto& g : d.gpus) {
+    for (const auto& f : g.findings) {
+      if (f.id == "imbalance_busy") {
+        EXPECT_NE(f.summary.find("of its job; they wait"), std::string::npos) << f.summary;
+      }
+    }
     EXPECT_EQ(has_finding(g, "imbalance_busy"), g.identity.gpu == "2") << g.identity.gpu;
     EXPECT_EQ(has_finding(g, "imbalance_clock"), g.identity.gpu == "3") << g.identity.gpu;
   }
@@ -273,6 +279,24 @@ TEST(Diagnosis, IdleSinceLooksBackForTheLastActivity) {
   EXPECT_GE(*shallow->gpus[0].since_ms, at_s(at - 3600 - 30));
 }
 
+TEST(Diagnosis, IdleSinceStopsAtAGapInTheRecording) {
+  // Busy, then an hour with no readings at all (the agent down), then idle: the busy readings before
+  // the gap do not date the idleness.
+  store::SeriesSet data;
+  const store::Labels gr({{"__name__", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"}, {"gpu", "0"}, {"UUID", "GPU-a"}});
+  for (int s = 0; s < 1800; s += 5) data.add(gr, at_s(s), 0.9);
+  const int back = 1800 + 3 * 3600;
+  const int at = back + 1800;
+  for (int s = back; s <= at; s += 5) data.add(gr, at_s(s), 0.0);
+  StoreSource source(data);
+  auto d = diagnose_from(source, at_s(at), kWindow, Thresholds{}, {});
+  ASSERT_TRUE(d) << d.error();
+  ASSERT_EQ(d->gpus.size(), 1U);
+  ASSERT_TRUE(d->gpus[0].since_ms);
+  EXPECT_TRUE(d->gpus[0].since_is_lower_bound);
+  EXPECT_EQ(*d->gpus[0].since_ms, at_s(back));
+}
+
 TEST(Diagnosis, FilterKeepsTheNamedGpus) {
   store::SeriesSet data;
   for (const char* gpu : {"0", "1", "2"}) {
@@ -301,6 +325,21 @@ TEST(Diagnosis, AFilteredGpuIsStillComparedWithItsPeers) {
   ASSERT_TRUE(d);
   ASSERT_EQ(d->gpus.size(), 1U);
   EXPECT_TRUE(has_finding(d->gpus[0], "imbalance_busy"));
+}
+
+TEST(Diagnosis, WithoutAJobLabelPeersAreComparedNotSaidToWait) {
+  std::vector<GpuBuilder> gpus;
+  for (const char* gpu : {"0", "1", "2"}) {
+    GpuBuilder g(gpu, "node-1");
+    g.busy(0, 40, 0.95, std::string(gpu) == "2" ? 0.4 : 0.9, 0.5, 0.3, 0.1, 99);
+    gpus.push_back(g);
+  }
+  const auto h = histories(gpus);
+  const auto d = diagnose(h, at_s(40), kWindow, Thresholds{});
+  const auto& f = d.gpus.at(2).findings;
+  const auto imbalance = std::find_if(f.begin(), f.end(), [](const Finding& x) { return x.id == "imbalance_busy"; });
+  ASSERT_NE(imbalance, f.end());
+  EXPECT_NE(imbalance->summary.find("of this host; if they run one job"), std::string::npos) << imbalance->summary;
 }
 
 TEST(Diagnosis, HardwareSlowdownBelowTheThermalLineIsNotTheCooling) {

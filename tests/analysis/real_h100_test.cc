@@ -54,12 +54,17 @@ class RealH100 : public ::testing::Test {
   // The diagnosis at the phase's end over a window inside it: its first 3 s (the switch) left out.
   static GpuDiagnosis at_end_of(const std::string& name) {
     const auto it = std::find_if(phases_->begin(), phases_->end(), [&](const Phase& p) { return p.name == name; });
-    EXPECT_NE(it, phases_->end()) << name;
+    if (it == phases_->end()) {
+      ADD_FAILURE() << "no phase " << name << " in phases.json";
+      return {};
+    }
     const std::int64_t window = std::min<std::int64_t>(30'000, it->end_ms - it->start_ms - 3000);
     StoreSource source(*data_);
     auto d = diagnose_from(source, it->end_ms, window, Thresholds{}, {});
-    EXPECT_TRUE(d) << d.error();
-    EXPECT_EQ(d->gpus.size(), 1U);
+    if (!d || d->gpus.size() != 1) {
+      ADD_FAILURE() << name << ": " << (d ? std::to_string(d->gpus.size()) + " GPUs" : d.error());
+      return {};
+    }
     return d->gpus.at(0);
   }
 

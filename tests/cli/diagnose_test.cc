@@ -38,9 +38,10 @@ TEST(DiagnoseArgs, WindowSinceStepAndAtAreChecked) {
     args.insert(args.end(), more.begin(), more.end());
     return args;
   };
-  expect_one_line_error(with({"--window", "0"}), 2, "invalid value '0' for --window (1s to 24h, e.g. 30s)");
-  expect_one_line_error(with({"--window", "2d"}), 2, "invalid value '2d' for --window (1s to 24h, e.g. 30s)");
-  expect_one_line_error(with({"--window", "soon"}), 2, "invalid value 'soon' for --window (1s to 24h, e.g. 30s)");
+  expect_one_line_error(with({"--window", "0"}), 2, "invalid value '0' for --window (1s to 1h, e.g. 30s)");
+  expect_one_line_error(with({"--window", "2d"}), 2, "invalid value '2d' for --window (1s to 1h, e.g. 30s)");
+  expect_one_line_error(with({"--window", "soon"}), 2, "invalid value 'soon' for --window (1s to 1h, e.g. 30s)");
+  expect_one_line_error(with({"--at", "1e300"}), 2, "invalid value '1e300' for --at: not between 1970 and 9999");
   auto r = testing::run_gpuscope(with({"--at", "yesterday"}));
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(r.err.starts_with("gpuscope: invalid value 'yesterday' for --at: ")) << r.err;

@@ -68,6 +68,9 @@ TEST(AgentHttpE2e, AFirstReadingThatHangsDelaysThePortTenSecondsAtMostAndSigterm
   auto health = http_get(agent.port, "/healthz");
   EXPECT_EQ(health.status, 503);
   EXPECT_EQ(health.body, "no GPU reading yet\n");
+  // The diagnosis loop (on by default) waits for the first reading too: a stop ends that wait rather
+  // than waiting out its 30 s, so SIGTERM still ends the agent while the reading hangs.
+  EXPECT_TRUE(agent.process->signal_and_wait(SIGTERM, 5s).has_value()) << agent.process->output();
 }
 
 // Every route the index links, found in the page itself, so a link added or lost is seen here.

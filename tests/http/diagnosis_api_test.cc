@@ -118,7 +118,8 @@ TEST_F(DiagnosisApiTest, BadParametersAreBadDataWithOneLineErrors) {
       {{{"gpu", ""}}, "invalid parameter \"gpu\": \"\" is not a GPU index or UUID (e.g. gpu=0,2)"},
       {{{"gpu", "0,"}}, "invalid parameter \"gpu\": \"0,\" is not a GPU index or UUID (e.g. gpu=0,2)"},
       {{{"gpu", "7"}}, "invalid parameter \"gpu\": no GPU \"7\" in the diagnosis (GPUs: 0, 1)"},
-      {{{"gpu", "7"}, {"window", "1m"}}, "invalid parameter \"gpu\": no GPU \"7\" in the diagnosis (GPUs: none)"},
+      {{{"gpu", "7"}, {"window", "1m"}}, "invalid parameter \"gpu\": no GPU \"7\" in the diagnosis (GPUs: 0, 1)"},
+      {{{"time", "1e300"}}, "invalid parameter \"time\": \"1e300\" is not between 1970 and 9999"},
   };
   for (const Case& c : cases) {
     const auto a = get(api(), c.args, 400);
