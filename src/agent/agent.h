@@ -64,6 +64,8 @@ class Agent {
   // and the history's last flush this long on a stuck disk.
   static constexpr std::chrono::milliseconds kStopGrace{600};
   static constexpr std::chrono::milliseconds kFlushGrace{300};
+  // The diagnosis' evaluations without --diagnosis.interval (or the reading interval, if longer).
+  static constexpr std::chrono::seconds kDefaultDiagnosisInterval{5};
   // How long the rules and diagnosis loops wait for the first reading before they start anyway.
   static constexpr std::chrono::seconds kFirstReadingForLoops{30};
 

@@ -142,7 +142,7 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
   std::string diagnosis_interval, diagnosis_window = "30s";
   std::vector<std::string> thresholds;
   app->add_option("--diagnosis.interval", diagnosis_interval,
-                  "how often each GPU's verdict is evaluated, 100ms to 1h (default: --interval)")
+                  "how often each GPU's verdict is evaluated, 100ms to 1h (default 5s, or --interval if longer)")
       ->type_name("DURATION");
   app->add_option("--diagnosis.window", diagnosis_window, "the readings each verdict is drawn from, 1s to 1h (default 30s)")
       ->type_name("DURATION");

@@ -200,6 +200,7 @@ TEST_F(AgentTest, AStopRequestedBeforeTheFirstReadingEndsTheStart) {
 
 TEST_F(AgentTest, DiagnosesEachGpuFromTheFirstRequestAndWritesTheVerdictsToItsHistory) {
   setenv("GPUSCOPE_SIM_SCENARIO", GPUSCOPE_SOURCE_DIR "/scenarios/idle.yaml", 1);
+  config_.diagnosis_interval = 1s;  // at every reading (the default is every 5 s)
   auto agent = Agent::load(config_, log_);
   ASSERT_TRUE(agent) << agent.error().lines.at(0);
   ASSERT_TRUE((*agent)->start(backend(), [] { return false; }));
@@ -214,7 +215,7 @@ TEST_F(AgentTest, DiagnosesEachGpuFromTheFirstRequestAndWritesTheVerdictsToItsHi
   for (const auto& g : d["data"]["gpus"]) EXPECT_EQ(g["verdict"], "idle") << g.dump();
   EXPECT_EQ(agent_counter(port, "gpuscope_diagnosis_evaluations_total"), 1);
 
-  // One evaluation per reading interval, each written at its time.
+  // One evaluation per --diagnosis.interval, each written at its time.
   for (int n = 2; n <= 4; ++n) {
     tick(port, 1s);
     for (int i = 0; i < 10000 && agent_counter(port, "gpuscope_diagnosis_evaluations_total") < n; ++i) {
@@ -247,7 +248,10 @@ TEST_F(AgentTest, WithoutHistoryTheDiagnosisRunsFromItsRecentWindow) {
   const auto d = nlohmann::json::parse(r.body);
   ASSERT_EQ(d["data"]["gpus"].size(), 8u) << r.body;
   for (const auto& g : d["data"]["gpus"]) EXPECT_EQ(g["verdict"], "idle") << g.dump();
+  // The default: an evaluation every 5 s of readings at 1 s.
   for (int n = 2; n <= 3; ++n) {
+    for (int k = 0; k < 4; ++k) tick(port, 1s);
+    EXPECT_EQ(agent_counter(port, "gpuscope_diagnosis_evaluations_total"), n - 1) << "before its 5 s";
     tick(port, 1s);
     for (int i = 0; i < 10000 && agent_counter(port, "gpuscope_diagnosis_evaluations_total") < n; ++i) {
       std::this_thread::sleep_for(1ms);
@@ -260,7 +264,7 @@ TEST_F(AgentTest, WithoutHistoryTheDiagnosisRunsFromItsRecentWindow) {
   EXPECT_EQ(on_demand.status, 503);
   EXPECT_EQ(nlohmann::json::parse(on_demand.body)["error"],
             "no history to diagnose (the agent runs with --no-history, which keeps no readings)");
-  EXPECT_NE(log_text_.str().find("msg=diagnosis interval=1000ms window=30s history=\"no (idle since: the last window only)\""),
+  EXPECT_NE(log_text_.str().find("msg=diagnosis interval=5000ms window=30s history=\"no (idle since: the last window only)\""),
             std::string::npos)
       << log_text_.str();
   EXPECT_TRUE((*agent)->stop());

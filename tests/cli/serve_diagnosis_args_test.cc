@@ -12,7 +12,7 @@ TEST(ServeDiagnosisArgs, DefaultsAndForms) {
   auto d = parse_serve_args(std::vector<std::string>{});
   ASSERT_TRUE(d);
   EXPECT_TRUE(d->diagnosis);
-  EXPECT_EQ(d->diagnosis_interval.count(), 0) << "the reading interval";
+  EXPECT_EQ(d->diagnosis_interval.count(), 0) << "the default: every 5 s, or every reading if they are further apart";
   EXPECT_EQ(d->diagnosis_window, std::chrono::seconds(30));
   EXPECT_EQ(d->diagnosis_thresholds.idle_gr_active, analysis::Thresholds{}.idle_gr_active);
 
