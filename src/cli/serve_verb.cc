@@ -1,5 +1,6 @@
 #include "cli/serve_verb.h"
 
+#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -293,6 +294,12 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   if (inv.handle_signals) pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  // One malloc arena for the agent's threads: glibc gives each thread that allocates an arena of its own
+  // (up to 8 a core), and memory freed in one stays resident. The threads allocate little and seldom at
+  // once; one arena kept 1.3 MiB less resident with the diagnosis' thread (bench/agent_footprint.sh).
+  // A MALLOC_ARENA_MAX the user set still decides.
+  if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 1);
 
   // Files are read before anything starts: a bad one stops the agent with every problem listed.
   agent::AgentConfig config = o;
