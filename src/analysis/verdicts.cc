@@ -193,7 +193,10 @@ Decision classify(const Segment& seg, const Thresholds& t) {
 
   if (gr && sm) {
     const double fill = *sm / *gr;
-    if (fill < t.launch_bound_fill) {
+    // Few SMs busy while batches stream in over PCIe: the GPU waits on its input, whatever kernels run
+    // meanwhile (the waits of a loading-bound job), so the starved branch below says so.
+    const bool loading = link && rx && *rx >= t.loading_link_share * *link;
+    if (fill < t.launch_bound_fill && !loading) {
       Decision d = make(Verdict::kLaunchBound,
                         fmt::format("kernels ran {} of the time but kept only {} of the SMs busy while they ran "
                                     "(SM active {} vs GR engine active {})",
@@ -215,8 +218,7 @@ Decision classify(const Segment& seg, const Thresholds& t) {
       return d;
     }
     const bool sawtooth = seg.sawtooth(t.sawtooth_peak_sm_active, t.sawtooth_low_share);
-    if (*gr < t.starved_busy_share || sawtooth) {
-      const bool loading = link && rx && *rx >= t.loading_link_share * *link;
+    if (*gr < t.starved_busy_share || sawtooth || (fill < t.launch_bound_fill && loading)) {
       const std::string side = !rx || !link ? "" : loading ? "data loading over PCIe" : "CPU side";
       std::string summary =
           sawtooth ? fmt::format("SM active swings between {} and {} (a sawtooth): the GPU computes in bursts and "

@@ -51,6 +51,22 @@ TEST(Diagnosis, SawtoothSlowerThanTheReadingsIsStarvedByDataLoading) {
   EXPECT_EQ(d.segment_start_ms, at_s(60) - kWindow) << "a sawtooth is one regime, not a change";
 }
 
+TEST(Diagnosis, FewSmsBusyWhileBatchesStreamInIsStarvedNotLaunchBound) {
+  // The wait of a loading-bound job, seen alone (before a sawtooth shows): a few small kernels while the
+  // link brings the next batch in at 40 % of its bandwidth.
+  GpuBuilder g;
+  with_link(g, 40);
+  g.busy(0, 40, 0.12, 0.04, 0.01, 0.05, 0.01, 45).set("DCGM_FI_PROF_PCIE_RX_BYTES", 0, 40, 25e9);
+  const auto d = one(g, 40);
+  EXPECT_EQ(d.verdict, Verdict::kInputStarved) << d.summary;
+  EXPECT_EQ(d.detail, "data loading over PCIe");
+  // The same kernels with the link quiet: launch bound.
+  GpuBuilder quiet;
+  with_link(quiet, 40);
+  quiet.busy(0, 40, 0.12, 0.04, 0.01, 0.05, 0.01, 45).set("DCGM_FI_PROF_PCIE_RX_BYTES", 0, 40, 0.2e9);
+  EXPECT_EQ(one(quiet, 40).verdict, Verdict::kLaunchBound);
+}
+
 TEST(Diagnosis, WithoutProfilingFieldsOnlyUtilizationSpeaks) {
   GpuBuilder busy;
   busy.set("DCGM_FI_DEV_GPU_UTIL", 0, 40, 90.0).set("DCGM_FI_DEV_MEM_COPY_UTIL", 0, 40, 30.0);
