@@ -225,9 +225,13 @@ Decision classify(const Segment& seg, const Thresholds& t) {
                                  "waits between them",
                                  text::ratio(seg.stat(Signal::kSmActive)->min),
                                  text::ratio(seg.stat(Signal::kSmActive)->max))
-                   : fmt::format("kernels ran only {} of the time, and filled {} of the SMs while they ran: the GPU "
-                                 "waits for the host between them",
-                                 text::share(*gr), text::share(fill));
+          : *gr >= t.starved_busy_share
+              ? fmt::format("the kernels keep only {} of the SMs busy while batches stream in: the GPU waits on its "
+                            "input",
+                            text::share(fill))
+              : fmt::format("kernels ran only {} of the time, and filled {} of the SMs while they ran: the GPU "
+                            "waits for the host between them",
+                            text::share(*gr), text::share(fill));
       if (!side.empty()) {
         summary += loading ? fmt::format("; PCIe RX {} while it waits (data loading)", pcie_text(*rx, link, seg))
                            : fmt::format("; PCIe RX only {} (the CPU side: preprocessing)", text::rate(*rx));

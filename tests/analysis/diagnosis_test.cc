@@ -60,6 +60,13 @@ TEST(Diagnosis, FewSmsBusyWhileBatchesStreamInIsStarvedNotLaunchBound) {
   const auto d = one(g, 40);
   EXPECT_EQ(d.verdict, Verdict::kInputStarved) << d.summary;
   EXPECT_EQ(d.detail, "data loading over PCIe");
+  // Busy but thin kernels while the batch streams in: said as such, not "ran only 95 % of the time".
+  GpuBuilder busy;
+  with_link(busy, 40);
+  busy.busy(0, 40, 0.95, 0.3, 0.1, 0.1, 0.1, 99).set("DCGM_FI_PROF_PCIE_RX_BYTES", 0, 40, 25e9);
+  const auto b = one(busy, 40);
+  EXPECT_EQ(b.verdict, Verdict::kInputStarved) << b.summary;
+  EXPECT_NE(b.summary.find("while batches stream in"), std::string::npos) << b.summary;
   // The same kernels with the link quiet: launch bound.
   GpuBuilder quiet;
   with_link(quiet, 40);
