@@ -97,13 +97,13 @@ void BM_DiagnosisOf8GpusOver30sFromTheStore(benchmark::State& state) {
                                                  : static_cast<const store::Queryable&>(node.head));
   const analysis::Thresholds thresholds;
   const std::int64_t t = node.last_ms;
-  auto once = analysis::read_histories(source, t - kWindowMs, t, {});
+  auto once = analysis::read_histories(source, t - kWindowMs, t);
   if (!once) {
     state.SkipWithError(once.error().c_str());
     return;
   }
   // Both must give the diagnosis the same window, or the comparison means nothing.
-  const auto from_head = analysis::read_histories(analysis::StoreSource(node.head), t - kWindowMs, t, {});
+  const auto from_head = analysis::read_histories(analysis::StoreSource(node.head), t - kWindowMs, t);
   const auto verdicts = [&](std::span<const analysis::GpuHistory> h) {
     std::vector<analysis::Verdict> v;
     for (const auto& g : analysis::diagnose(h, t, kWindowMs, thresholds).gpus) v.push_back(g.verdict);
@@ -119,7 +119,7 @@ void BM_DiagnosisOf8GpusOver30sFromTheStore(benchmark::State& state) {
     const auto started = std::chrono::steady_clock::now();
     std::expected<std::vector<analysis::GpuHistory>, std::string> fresh;
     if (read) {
-      fresh = analysis::read_histories(source, t - kWindowMs, t, {});
+      fresh = analysis::read_histories(source, t - kWindowMs, t);
       if (!fresh) {
         state.SkipWithError(fresh.error().c_str());
         return;

@@ -78,7 +78,7 @@ exporter::DiagnosisStatus DiagnosisLoop::status() const {
 
 std::expected<analysis::Diagnosis, std::string> DiagnosisLoop::diagnose(std::int64_t at_ms) {
   const std::int64_t window_ms = options_.window.count();
-  auto gpus = analysis::read_histories(source_, at_ms - window_ms, at_ms, {});
+  auto gpus = analysis::read_histories(source_, at_ms - window_ms, at_ms);
   if (!gpus) return std::unexpected(gpus.error());
   analysis::Diagnosis d = analysis::diagnose(*gpus, at_ms, window_ms, options_.thresholds);
   // "Idle since" comes from the verdict tracker for the GPUs it has followed; only a GPU seen idle for

@@ -27,15 +27,11 @@ enum class Verdict {
   kUnhealthy,
   kUnknown,
 };
-inline constexpr Verdict kAllVerdicts[] = {Verdict::kIdle,          Verdict::kTransferBound, Verdict::kLaunchBound,
-                                           Verdict::kInputStarved,  Verdict::kNoTensorCores, Verdict::kMemoryBound,
-                                           Verdict::kComputeBound,  Verdict::kUnhealthy,     Verdict::kUnknown};
 
 // The stable id of `--format json` and of gpuscope_diagnosis_info's verdict label ("input_starved").
 std::string_view verdict_id(Verdict v);
 // For people ("starved by the input pipeline").
 std::string_view verdict_title(Verdict v);
-std::optional<Verdict> verdict_from_id(std::string_view id);
 
 // One value that decided a verdict or a finding: `name` is a stable id ("sm_active"), `text` the value
 // as a person reads it ("50.8 GB/s, 81 % of the Gen5 x16 link").

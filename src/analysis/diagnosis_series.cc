@@ -4,8 +4,9 @@
 
 namespace gpuscope::analysis {
 
-std::vector<DiagnosisSample> DiagnosisSeries::update(Diagnosis& diagnosis) {
-  (void)tracker_.update(diagnosis);
+std::vector<DiagnosisSample> DiagnosisSeries::update(Diagnosis& diagnosis, std::vector<VerdictChange>* changes) {
+  auto confirmed = tracker_.update(diagnosis);
+  if (changes != nullptr) *changes = std::move(confirmed);
   std::vector<DiagnosisSample> out;
   std::map<std::string, std::vector<DiagnosisSample>> next;
   for (const auto& g : diagnosis.gpus) {

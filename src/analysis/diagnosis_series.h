@@ -28,7 +28,8 @@ class DiagnosisSeries {
   // Feeds one diagnosis through the tracker; returns the samples to append at diagnosis.at_ms: each
   // GPU's info and changes series, and a staleness marker for each info series that ended (the GPU's
   // verdict changed, or the GPU is gone).
-  std::vector<DiagnosisSample> update(Diagnosis& diagnosis);
+  // `changes` (may be null) gets the verdict changes the tracker confirmed.
+  std::vector<DiagnosisSample> update(Diagnosis& diagnosis, std::vector<VerdictChange>* changes = nullptr);
   // The current samples (no markers), for /metrics.
   std::vector<DiagnosisSample> current() const;
   const VerdictTracker& tracker() const { return tracker_; }

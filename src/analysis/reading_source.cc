@@ -40,12 +40,10 @@ bool GpuFilter::matches(const GpuIdentity& id) const {
 }
 
 std::expected<std::vector<GpuHistory>, std::string> read_histories(const ReadingSource& source, std::int64_t from_ms,
-                                                                   std::int64_t to_ms, const GpuFilter& filter) {
+                                                                   std::int64_t to_ms) {
   auto series = source.select(signal_name_regex(), from_ms, to_ms);
   if (!series) return std::unexpected(series.error());
-  auto gpus = group_by_gpu(std::move(*series));
-  std::erase_if(gpus, [&](const GpuHistory& h) { return !filter.matches(h.identity); });
-  return gpus;
+  return group_by_gpu(std::move(*series));
 }
 
 std::expected<void, std::string> find_last_activity(const ReadingSource& source, Diagnosis& diagnosis,
@@ -93,7 +91,7 @@ std::expected<Diagnosis, std::string> diagnose_from(const ReadingSource& source,
                                                     const GpuFilter& filter, std::int64_t lookback_ms) {
   // Every GPU is read and diagnosed, and the filter applied after: the others are the peers a GPU is
   // compared with.
-  auto gpus = read_histories(source, at_ms - window_ms, at_ms, {});
+  auto gpus = read_histories(source, at_ms - window_ms, at_ms);
   if (!gpus) return std::unexpected(gpus.error());
   Diagnosis d = diagnose(*gpus, at_ms, window_ms, thresholds);
   std::erase_if(d.gpus, [&](const GpuDiagnosis& g) { return !filter.matches(g.identity); });

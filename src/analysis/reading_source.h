@@ -48,10 +48,10 @@ struct GpuFilter {
   bool matches(const GpuIdentity& id) const;
 };
 
-// The histories of the GPUs `filter` keeps with readings in (from_ms, to_ms]. (Diagnosing needs every
-// GPU's: diagnose_from and timeline filter after the diagnosis, so peers still count.)
+// The histories of every GPU with readings in (from_ms, to_ms]. (No filter here: diagnose_from and
+// timeline filter after the diagnosis, so peers still count.)
 std::expected<std::vector<GpuHistory>, std::string> read_histories(const ReadingSource& source, std::int64_t from_ms,
-                                                                   std::int64_t to_ms, const GpuFilter& filter);
+                                                                   std::int64_t to_ms);
 
 // How far back "idle since" looks, an hour at a time, before it says "at least".
 inline constexpr std::int64_t kIdleLookbackMs = 24LL * 3600 * 1000;

@@ -64,10 +64,4 @@ std::expected<void, std::string> set_threshold(Thresholds& t, std::string_view a
   return std::unexpected(fmt::format("unknown threshold '{}' (one of: {})", name, names));
 }
 
-std::vector<std::pair<std::string, double>> threshold_values(const Thresholds& t) {
-  std::vector<std::pair<std::string, double>> out;
-  for (const Field& f : kFields) out.emplace_back(std::string(f.name), t.*f.member);
-  return out;
-}
-
 }  // namespace gpuscope::analysis

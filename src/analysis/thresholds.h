@@ -61,7 +61,4 @@ struct Thresholds {
 // Sets one threshold from `NAME=VALUE`; a one-line error for an unknown name or a value out of range.
 std::expected<void, std::string> set_threshold(Thresholds& t, std::string_view assignment);
 
-// "name=value" for each threshold, for help text and the JSON answer.
-std::vector<std::pair<std::string, double>> threshold_values(const Thresholds& t);
-
 }  // namespace gpuscope::analysis

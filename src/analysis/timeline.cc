@@ -25,7 +25,7 @@ std::expected<std::vector<VerdictChange>, std::string> timeline(const ReadingSou
   for (std::int64_t chunk = options.from_ms; chunk < options.to_ms; chunk += chunk_ms) {
     const std::int64_t chunk_end = std::min(options.to_ms, chunk + chunk_ms);
     // The first diagnosis of the chunk, at chunk + step, reads back one window.
-    auto gpus = read_histories(source, chunk + step - options.window_ms, chunk_end, {});
+    auto gpus = read_histories(source, chunk + step - options.window_ms, chunk_end);
     if (!gpus) return std::unexpected(gpus.error());
     for (std::int64_t at = chunk + step; at <= chunk_end; at += step) {
       Diagnosis d = diagnose(*gpus, at, options.window_ms, thresholds);

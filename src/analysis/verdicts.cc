@@ -136,13 +136,6 @@ std::string_view verdict_title(Verdict v) {
   return "unknown";
 }
 
-std::optional<Verdict> verdict_from_id(std::string_view id) {
-  for (const auto& t : kVerdicts) {
-    if (t.id == id) return t.verdict;
-  }
-  return std::nullopt;
-}
-
 bool is_critical_xid(int xid) {
   // 48 double-bit ECC, 64 row-remap failure, 74 NVLink error, 79 fallen off the bus, 92 high single-bit
   // ECC rate, 95 uncontained ECC error, 119/120 GSP errors, 140 unrecovered ECC: the GPU needs a reset

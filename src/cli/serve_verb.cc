@@ -58,7 +58,7 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
       "                 PromQL over the recorded history, Prometheus's HTTP API (Grafana can use it as a\n"
       "                 Prometheus data source)\n"
       "  /api/v1/rules, /api/v1/alerts   the --rules groups and their alerts, as Prometheus shows them\n"
-      "  /api/v1/diagnosis   each GPU's verdict (why it is slow or wasted), re-evaluated every reading\n"
+      "  /api/v1/diagnosis   each GPU's verdict (why it is slow or wasted), re-evaluated every 5 s\n"
       "It listens on 127.0.0.1:9400 by default; --listen :9400 listens on every interface (what Prometheus on\n"
       "another host needs). SIGTERM/SIGINT stop it; SIGHUP reloads --collectors and --rules (a bad file keeps the\n"
       "old one).\n"
