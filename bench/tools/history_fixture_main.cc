@@ -25,7 +25,7 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 int write_fixture(const std::filesystem::path& out, std::int64_t interval_ms, double hours, std::int64_t end_ms,
-                  unsigned gpus, std::uint64_t seed) {
+                  unsigned gpus, std::uint64_t seed, bool openmetrics) {
   std::error_code ec;
   if (std::filesystem::exists(out / "data", ec)) {
     fmt::print(stderr, "history_fixture: {} exists; give an empty --out\n", (out / "data").string());
@@ -57,7 +57,8 @@ int write_fixture(const std::filesystem::path& out, std::int64_t interval_ms, do
     return 1;
   }
   t0 = Clock::now();
-  const auto om_bytes = fixture.write_openmetrics(out / "history.om");
+  // 30 days for bench/cost_report.sh would be ~4 GB of OpenMetrics nobody reads: --no-openmetrics.
+  const auto om_bytes = openmetrics ? fixture.write_openmetrics(out / "history.om") : std::expected<std::uint64_t, std::string>(0);
   const double om_s = seconds_since(t0);
   if (!om_bytes) {
     fmt::print(stderr, "history_fixture: {}\n", om_bytes.error());
@@ -124,6 +125,8 @@ int main(int argc, char** argv) {
   write->add_option("--end-ms", end_ms, "the last reading's time (default: 10 minutes ago)");
   write->add_option("--gpus", gpus, "GPUs (default 8)")->check(CLI::Range(1, 8));
   write->add_option("--seed", seed, "job schedule and noise seed (default 1)");
+  bool no_openmetrics = false;
+  write->add_flag("--no-openmetrics", no_openmetrics, "write the data dir only (no history.om)");
 
   auto* cmp = app.add_subcommand("compare", "compare two query_range responses (exit 1 when they differ)");
   std::string left, right;
@@ -138,6 +141,6 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  if (*write) return write_fixture(out, interval_ms, hours, end_ms, gpus, seed);
+  if (*write) return write_fixture(out, interval_ms, hours, end_ms, gpus, seed, !no_openmetrics);
   return compare(left, right, rel, abs);
 }

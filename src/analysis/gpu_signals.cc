@@ -152,6 +152,15 @@ std::span<const Point> GpuHistory::window(Signal s, std::int64_t from_ms, std::i
   return {lo, hi};
 }
 
+std::string gpu_key(const store::Labels& labels) {
+  const std::string_view uuid = labels.get("UUID");
+  const std::string_view gpu = labels.get("gpu");
+  if (uuid.empty() && gpu.empty()) return {};
+  const std::string_view mig = labels.get("GPU_I_ID");
+  return host_of(labels) + "/" + (uuid.empty() ? "gpu" + std::string(gpu) : std::string(uuid)) +
+         (mig.empty() ? "" : "/mig" + std::string(mig));
+}
+
 std::vector<GpuHistory> group_by_gpu(std::vector<store::SeriesSamples> series) {
   struct Slot {
     GpuHistory history;
@@ -165,12 +174,11 @@ std::vector<GpuHistory> group_by_gpu(std::vector<store::SeriesSamples> series) {
     std::size_t preference = 0;
     const std::size_t signal = signal_of(name, preference);
     if (signal == kSignalCount) continue;
+    const std::string key = gpu_key(s.labels);
+    if (key.empty()) continue;
     const std::string uuid(s.labels.get("UUID"));
     const std::string gpu(s.labels.get("gpu"));
-    if (uuid.empty() && gpu.empty()) continue;
     const std::string host = host_of(s.labels);
-    const std::string mig(s.labels.get("GPU_I_ID"));
-    const std::string key = host + "/" + (uuid.empty() ? "gpu" + gpu : uuid) + (mig.empty() ? "" : "/mig" + mig);
     auto [it, fresh] = by_key.try_emplace(key);
     Slot& slot = it->second;
     if (fresh) {

@@ -101,6 +101,10 @@ struct GpuHistory {
   std::span<const Point> window(Signal s, std::int64_t from_ms, std::int64_t to_ms) const;
 };
 
+// The key that tells one GPU's series apart from another's (host, UUID or index, MIG instance): the
+// GpuIdentity key group_by_gpu gives; empty for series without a GPU identity (no UUID, no gpu label).
+std::string gpu_key(const store::Labels& labels);
+
 // Groups raw series (as Queryable::select or a Prometheus range-vector answer return them) into one
 // history per GPU, ordered by host then GPU index. Staleness markers and NaNs are skipped. Series
 // without a GPU identity (no UUID and no gpu label) are ignored.

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cli/backtest_verb.h"
+#include "cli/cost_verb.h"
 #include "cli/diagnose_verb.h"
 #include "cli/dmon_verb.h"
 #include "cli/eval_verb.h"
@@ -40,6 +41,8 @@ constexpr std::string_view kUsage =
     "            history and Prometheus's query API (/api/v1/query, query_range, series, labels)\n"
     "  eval      a PromQL query over the agent's history (a running agent, or its data directory)\n"
     "  diagnose  why each GPU is slow or wasted: a verdict per GPU with evidence and fix, or a timeline\n"
+    "  cost      what the GPUs cost and wasted (per GPU, process, job or label), a monthly projection with\n"
+    "            a budget check, the top wasters, and the cheaper GPU that would carry the same work\n"
     "  import    load recorded history (Prometheus query_range JSON, nvidia-smi CSV logs) into a data dir\n"
     "  trace     analyse PyTorch profiler traces (a file or a directory of ranks): idle, kernels, verdict\n"
     "  rules     check Prometheus rule files and run their unit tests (promtool check rules / test rules)\n"
@@ -123,18 +126,19 @@ int dispatch(std::span<const char* const> argv, Invocation& inv) {
   if (cl->verb == "serve") return run_serve(args, inv);
   if (cl->verb == "eval") return run_eval(args, inv);  // an agent's API or a data directory: never NVML
   if (cl->verb == "diagnose") return run_diagnose(args, inv);  // an agent, a data dir or a scenario it runs itself
+  if (cl->verb == "cost") return run_cost(args, inv);  // an agent, a data dir or a scenario it runs itself
   if (cl->verb == "import") return run_import(args, inv);  // files into a data directory: never NVML
   if (cl->verb == "trace") return run_trace(args, inv);  // reads files only: never opens NVML
   if (cl->verb == "rules") return run_rules(args, inv);  // rule files only: never opens NVML
   if (cl->verb == "backtest") return run_backtest(args, inv);  // always the simulator, on a virtual clock
-  if (cl->verb.empty()) return usage_error(inv.err, "no command given (list, info, query, dmon, serve, eval, diagnose, import, trace, rules, backtest; see 'gpuscope --help')");
+  if (cl->verb.empty()) return usage_error(inv.err, "no command given (list, info, query, dmon, serve, eval, diagnose, cost, import, trace, rules, backtest; see 'gpuscope --help')");
   if (cl->global.simulate && cl->global.scenario.empty() && looks_like_scenario(cl->verb)) {
     // `--simulate FILE` reads FILE as the command: the scenario needs '=' (a bare --simulate is valid alone).
     return usage_error(inv.err, fmt::format("unknown command '{}': to simulate that scenario, write --simulate={}",
                                             cl->verb, cl->verb));
   }
   return usage_error(inv.err,
-                     fmt::format("unknown command '{}' (list, info, query, dmon, serve, eval, diagnose, import, trace, rules, backtest; see 'gpuscope --help')", cl->verb));
+                     fmt::format("unknown command '{}' (list, info, query, dmon, serve, eval, diagnose, cost, import, trace, rules, backtest; see 'gpuscope --help')", cl->verb));
 }
 
 int run(std::span<const char* const> argv, std::ostream& out, std::ostream& err, const std::atomic<bool>& stop,

@@ -68,6 +68,62 @@ double amount(const YAML::Node& n, std::string_view what) {
   return v;
 }
 
+// A datasheet figure: a finite number above zero (a GPU with 0 GiB or 0 TFLOPS is a typo, and a ratio by
+// it would divide by zero).
+double positive(const YAML::Node& n, std::string_view what) {
+  const std::string s = scalar(n, what);
+  double v = 0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc{} || ptr != s.data() + s.size() || !std::isfinite(v)) {
+    fail(n, fmt::format("{} must be a number, not '{}'", what, s));
+  }
+  if (v <= 0) fail(n, fmt::format("{} must be above 0 ({})", what, s));
+  return v;
+}
+
+int whole(const YAML::Node& n, std::string_view what, int lowest, int highest) {
+  const std::string s = scalar(n, what);
+  int v = 0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc{} || ptr != s.data() + s.size()) {
+    fail(n, fmt::format("{} must be a whole number, not '{}'", what, s));
+  }
+  if (v < lowest || v > highest) fail(n, fmt::format("{} must be {} to {} ({})", what, lowest, highest, s));
+  return v;
+}
+
+// Generations 1-5: the ones whose line rate and coding right-sizing knows (gen 6's FLIT mode is another
+// coding). 32 lanes is the most the specification defines.
+constexpr int kMaxPcieGen = 5;
+constexpr int kMaxPcieWidth = 32;
+
+GpuSpecs parse_specs(const YAML::Node& node, std::string_view entry_name) {
+  expect_keys(node, "specs",
+              {"memory_gib", "architecture", "bf16_tflops", "fp16_tensor_tflops", "fp32_tflops",
+               "memory_bandwidth_gb_per_s", "pcie_gen", "pcie_width"});
+  const auto required = [&](const char* key) {
+    const YAML::Node v = node[key];
+    if (!v || v.IsNull()) fail(node, fmt::format("specs of '{}' need '{}'", entry_name, key));
+    return v;
+  };
+  const auto optional_positive = [&](const char* key) -> std::optional<double> {
+    const YAML::Node v = node[key];
+    if (!v || v.IsNull()) return std::nullopt;
+    return positive(v, key);
+  };
+  GpuSpecs s;
+  s.memory_gib = positive(required("memory_gib"), "memory_gib");
+  s.architecture = scalar(required("architecture"), "architecture");
+  if (s.architecture.empty()) fail(node["architecture"], "architecture is empty");
+  s.bf16_tflops = optional_positive("bf16_tflops");
+  s.fp16_tensor_tflops = optional_positive("fp16_tensor_tflops");
+  s.fp32_tflops = positive(required("fp32_tflops"), "fp32_tflops");
+  s.memory_bandwidth_gb_per_s = positive(required("memory_bandwidth_gb_per_s"), "memory_bandwidth_gb_per_s");
+  s.pcie_gen = whole(required("pcie_gen"), "pcie_gen", 1, kMaxPcieGen);
+  s.pcie_width = whole(required("pcie_width"), "pcie_width", 1, kMaxPcieWidth);
+  return s;
+}
+
 // Case-insensitive, searched anywhere: the substring entries' semantics, with a regex's reach.
 std::expected<std::regex, std::string> compile(const std::string& pattern) {
   try {
@@ -78,7 +134,7 @@ std::expected<std::regex, std::string> compile(const std::string& pattern) {
 }
 
 PriceEntry parse_entry(const YAML::Node& item) {
-  expect_keys(item, "a gpus entry", {"name", "match", "regex", "prices"});
+  expect_keys(item, "a gpus entry", {"name", "match", "regex", "prices", "specs"});
   PriceEntry e;
   e.line = line_of(item);
   const YAML::Node name = item["name"];
@@ -118,6 +174,7 @@ PriceEntry parse_entry(const YAML::Node& item) {
   if (std::ranges::none_of(e.usd_per_hour, [](const auto& p) { return p.has_value(); })) {
     fail(prices, fmt::format("gpus entry '{}' has no price in any tier", e.name));
   }
+  if (const YAML::Node specs = item["specs"]; specs && !specs.IsNull()) e.specs = parse_specs(specs, e.name);
   return e;
 }
 

@@ -24,6 +24,19 @@ std::optional<PriceTier> parse_price_tier(std::string_view name);
 // "on_demand, spot, commit_1y, commit_3y", for error messages and help.
 std::string price_tier_names();
 
+// What a product can do, from its maker's datasheet: what right-sizing scales a measured workload by.
+// Tensor figures are dense (no sparsity); absent where the GPU has no such tensor math (bf16 before Ampere).
+struct GpuSpecs {
+  double memory_gib = 0;
+  std::string architecture;                       // "Hopper", "Ampere", ...
+  std::optional<double> bf16_tflops;              // dense, tensor cores
+  std::optional<double> fp16_tensor_tflops;       // dense, tensor cores
+  double fp32_tflops = 0;                         // non-tensor FP32
+  double memory_bandwidth_gb_per_s = 0;           // GB = 10^9 bytes
+  int pcie_gen = 0;                               // 1-5
+  int pcie_width = 0;                             // lanes
+};
+
 // One product of the catalog: which NVML names it covers and what it costs in each tier.
 struct PriceEntry {
   std::string name;                     // the catalog's own name for it ("H100 80GB SXM")
@@ -31,6 +44,7 @@ struct PriceEntry {
   std::string regex_text;               // empty: none
   std::optional<std::regex> regex;      // searched anywhere in the name, ignoring case
   std::array<std::optional<double>, kPriceTierCount> usd_per_hour;  // absent: no price in that tier
+  std::optional<GpuSpecs> specs;        // absent: the file does not say (no right-sizing to or from it)
   int line = 0;                         // where the entry starts in its file, for messages
 
   bool matches(std::string_view model_name) const;

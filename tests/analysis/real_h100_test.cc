@@ -13,38 +13,20 @@
 #include "analysis/diagnosis_report.h"
 #include "analysis/reading_source.h"
 #include "analysis/timeline.h"
-#include "recording/recording.h"
+#include "real_h100_recording.h"
 #include "store/series_set.h"
 
 namespace gpuscope::analysis {
 namespace {
 
-const std::string kDir = std::string(GPUSCOPE_SOURCE_DIR) + "/../shared/reference/real-h100/";
-
-struct Phase {
-  std::string name;
-  std::int64_t start_ms, end_ms;
-};
+using testing::Phase;
 
 class RealH100 : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     data_ = new store::SeriesSet;
-    auto text = recording::read_maybe_gzipped(kDir + "history.json.gz");
-    ASSERT_TRUE(text) << text.error();
-    auto rec = recording::parse_recording(*text, {});
-    ASSERT_TRUE(rec) << rec.error();
-    for (auto& s : rec->series) {
-      std::sort(s.samples.begin(), s.samples.end(), [](const auto& a, const auto& b) { return a.t_ms < b.t_ms; });
-      for (const auto& p : s.samples) data_->add(s.labels, p.t_ms, p.value);
-    }
-    std::ifstream in(kDir + "phases.json");
-    const auto phases = nlohmann::json::parse(in);
     phases_ = new std::vector<Phase>;
-    for (const auto& p : phases["phases"]) {
-      phases_->push_back({p["phase"], static_cast<std::int64_t>(p["start"].get<double>() * 1000),
-                          static_cast<std::int64_t>(p["end"].get<double>() * 1000)});
-    }
+    testing::load_real_h100(*data_, *phases_);
   }
   static void TearDownTestSuite() {
     delete data_;

@@ -110,7 +110,7 @@ TEST(PriceCatalog, ErrorsNameFileAndLine) {
   EXPECT_EQ(bad("gpus:\n  - name: X\n    match: ['']\n    prices: {spot: 1}\n"),
             "p.yaml:3: match has an empty substring (it would match every GPU)");
   EXPECT_EQ(bad("gpus:\n  - name: X\n    match: [x]\n    price: {spot: 1}\n"),
-            "p.yaml:4: unknown key 'price' in a gpus entry (known: name, match, regex, prices)");
+            "p.yaml:4: unknown key 'price' in a gpus entry (known: name, match, regex, prices, specs)");
   EXPECT_EQ(bad("energy_usd_per_kwh: 0.12\n"), "p.yaml:1: the catalog needs 'gpus' (a list of GPU entries)");
   EXPECT_EQ(bad("energy_usd_per_kwh: -1\ngpus: []\n"), "p.yaml:1: energy_usd_per_kwh is negative (-1)");
   EXPECT_EQ(bad(""), "p.yaml: empty file (needs 'gpus')");
@@ -126,6 +126,90 @@ TEST(PriceCatalog, ErrorsNameFileAndLine) {
   // yaml-cpp 0.7 says "bad file" for a document nested past its parser's limit.
   EXPECT_EQ(bad("gpus: " + std::string(10000, '[') + "\n"),
             "p.yaml:2: YAML: nested too deeply (more levels of lists and maps than the YAML parser allows)");
+}
+
+constexpr std::string_view kWithSpecs = R"(gpus:
+  - name: H100 80GB SXM
+    match: ["H100 80GB HBM3"]
+    prices: {on_demand: 5.505}
+    specs:
+      memory_gib: 80
+      architecture: Hopper
+      bf16_tflops: 989
+      fp16_tensor_tflops: 989
+      fp32_tflops: 67
+      memory_bandwidth_gb_per_s: 3350
+      pcie_gen: 5
+      pcie_width: 16
+  - name: T4
+    match: ["Tesla T4"]
+    prices: {on_demand: 0.35}
+    specs: {memory_gib: 16, architecture: Turing, fp16_tensor_tflops: 65, fp32_tflops: 8.1,
+            memory_bandwidth_gb_per_s: 320, pcie_gen: 3, pcie_width: 16}
+  - name: L4
+    regex: '^NVIDIA L4$'
+    prices: {on_demand: 0.888}
+)";
+
+TEST(PriceCatalog, ParsesSpecs) {
+  auto c = PriceCatalog::parse(kWithSpecs, "specs.yaml");
+  ASSERT_TRUE(c) << c.error();
+  ASSERT_EQ(c->entries().size(), 3u);
+  const auto& h100 = c->entries()[0].specs;
+  ASSERT_TRUE(h100.has_value());
+  EXPECT_EQ(h100->memory_gib, 80);
+  EXPECT_EQ(h100->architecture, "Hopper");
+  EXPECT_EQ(h100->bf16_tflops, 989);
+  EXPECT_EQ(h100->fp16_tensor_tflops, 989);
+  EXPECT_EQ(h100->fp32_tflops, 67);
+  EXPECT_EQ(h100->memory_bandwidth_gb_per_s, 3350);
+  EXPECT_EQ(h100->pcie_gen, 5);
+  EXPECT_EQ(h100->pcie_width, 16);
+  const auto& t4 = c->find("Tesla T4")->specs;
+  ASSERT_TRUE(t4.has_value());
+  EXPECT_EQ(t4->bf16_tflops, std::nullopt) << "left out: the GPU has no bf16";
+  EXPECT_EQ(t4->fp16_tensor_tflops, 65);
+  EXPECT_DOUBLE_EQ(t4->fp32_tflops, 8.1);
+  EXPECT_EQ(t4->pcie_gen, 3);
+  EXPECT_FALSE(c->find("NVIDIA L4")->specs.has_value()) << "specs are optional";
+}
+
+TEST(PriceCatalog, BadSpecsNameFileAndLine) {
+  const auto bad = [](std::string_view specs) {
+    const std::string text =
+        "gpus:\n  - name: X\n    match: [x]\n    prices: {spot: 1}\n    specs:\n" + std::string(specs);
+    return error_of(PriceCatalog::parse(text, "s.yaml"));
+  };
+  constexpr std::string_view kGood =
+      "      memory_gib: 24\n      architecture: Ada Lovelace\n      fp32_tflops: 30.3\n"
+      "      memory_bandwidth_gb_per_s: 300\n      pcie_gen: 4\n      pcie_width: 16\n";
+  EXPECT_EQ(bad(kGood), "");
+  EXPECT_EQ(bad(std::string(kGood) + "      fp8_tflops: 485\n"),
+            "s.yaml:12: unknown key 'fp8_tflops' in specs (known: memory_gib, architecture, bf16_tflops, "
+            "fp16_tensor_tflops, fp32_tflops, memory_bandwidth_gb_per_s, pcie_gen, pcie_width)");
+  EXPECT_EQ(bad(std::string(kGood) + "      bf16_tflops: -121\n"), "s.yaml:12: bf16_tflops must be above 0 (-121)");
+  EXPECT_EQ(bad("      memory_gib: 0\n      architecture: A\n      fp32_tflops: 1\n"
+                "      memory_bandwidth_gb_per_s: 1\n      pcie_gen: 4\n      pcie_width: 16\n"),
+            "s.yaml:6: memory_gib must be above 0 (0)");
+  EXPECT_EQ(bad("      memory_gib: 24\n      architecture: A\n"
+                "      memory_bandwidth_gb_per_s: 300\n      pcie_gen: 4\n      pcie_width: 16\n"),
+            "s.yaml:6: specs of 'X' need 'fp32_tflops'");
+  EXPECT_EQ(bad("      memory_gib: 24\n      architecture: A\n      fp32_tflops: .nan\n"
+                "      memory_bandwidth_gb_per_s: 300\n      pcie_gen: 4\n      pcie_width: 16\n"),
+            "s.yaml:8: fp32_tflops must be a number, not '.nan'");
+  EXPECT_EQ(bad("      memory_gib: 24\n      architecture: A\n      fp32_tflops: inf\n"
+                "      memory_bandwidth_gb_per_s: 300\n      pcie_gen: 4\n      pcie_width: 16\n"),
+            "s.yaml:8: fp32_tflops must be a number, not 'inf'");
+  EXPECT_EQ(bad("      memory_gib: 24\n      architecture: A\n      fp32_tflops: 30\n"
+                "      memory_bandwidth_gb_per_s: 300\n      pcie_gen: 6\n      pcie_width: 16\n"),
+            "s.yaml:10: pcie_gen must be 1 to 5 (6)");
+  EXPECT_EQ(bad("      memory_gib: 24\n      architecture: A\n      fp32_tflops: 30\n"
+                "      memory_bandwidth_gb_per_s: 300\n      pcie_gen: 4\n      pcie_width: 16.5\n"),
+            "s.yaml:11: pcie_width must be a whole number, not '16.5'");
+  EXPECT_EQ(bad("      - 24\n"), "s.yaml:6: specs must be a mapping (key: value lines)");
+  for (const auto& e : {bad(std::string(kGood) + "      fp8_tflops: 485\n"), bad("      memory_gib: -1\n")}) {
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  }
 }
 
 TEST(PriceCatalog, TierNamesRoundTrip) {
@@ -208,6 +292,38 @@ TEST(ShippedPriceCatalog, HasTheReferenceTablesNumbers) {
   }
   EXPECT_NE(c->find("NVIDIA H100-SXM5-80GB"), nullptr);
   EXPECT_NE(c->find("NVIDIA A100 80GB PCIe"), nullptr);
+}
+
+// Right-sizing needs the specs of every priced product, and picks by them: the datasheets' figures
+// (dense tensor numbers; the V100 entry at its 16GB board's memory) must be what the file says.
+TEST(ShippedPriceCatalog, HasDatasheetSpecsForEveryEntry) {
+  auto c = PriceCatalog::load(kShipped);
+  ASSERT_TRUE(c) << c.error();
+  ASSERT_EQ(c->entries().size(), 5u);
+  for (const auto& e : c->entries()) {
+    SCOPED_TRACE(e.name);
+    ASSERT_TRUE(e.specs.has_value());
+    EXPECT_FALSE(e.specs->architecture.empty());
+    EXPECT_TRUE(e.specs->fp16_tensor_tflops.has_value()) << "every shipped GPU has fp16 tensor cores";
+    if (e.specs->bf16_tflops) {
+      EXPECT_EQ(e.specs->bf16_tflops, e.specs->fp16_tensor_tflops) << "dense bf16 = fp16";
+    }
+  }
+  const auto specs = [&](std::string_view nvml) { return *c->find(nvml)->specs; };
+  EXPECT_EQ(specs("NVIDIA H100 80GB HBM3").memory_gib, 80);
+  EXPECT_EQ(specs("NVIDIA H100 80GB HBM3").bf16_tflops, 989) << "dense, not the 1,979 with sparsity";
+  EXPECT_EQ(specs("NVIDIA H100 80GB HBM3").pcie_gen, 5);
+  EXPECT_EQ(specs("NVIDIA A100-SXM4-80GB").bf16_tflops, 312);
+  EXPECT_EQ(specs("NVIDIA A100-SXM4-80GB").fp32_tflops, 19.5);
+  EXPECT_EQ(specs("NVIDIA L4").memory_gib, 24);
+  EXPECT_EQ(specs("NVIDIA L4").bf16_tflops, 121);
+  EXPECT_EQ(specs("NVIDIA L4").memory_bandwidth_gb_per_s, 300);
+  EXPECT_EQ(specs("Tesla T4").bf16_tflops, std::nullopt) << "Turing has no bf16";
+  EXPECT_EQ(specs("Tesla T4").fp16_tensor_tflops, 65);
+  EXPECT_EQ(specs("Tesla T4").pcie_gen, 3);
+  EXPECT_EQ(specs("Tesla V100-SXM2-32GB").memory_gib, 16) << "the 16GB board: the conservative one";
+  EXPECT_EQ(specs("Tesla V100-SXM2-16GB").bf16_tflops, std::nullopt) << "Volta has no bf16";
+  EXPECT_EQ(specs("Tesla V100-SXM2-16GB").fp16_tensor_tflops, 125);
 }
 
 }  // namespace
