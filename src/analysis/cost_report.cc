@@ -36,6 +36,8 @@ constexpr double kPeakQuantile = 0.99;
 constexpr double kMonthHours = 730;  // 365 × 24 / 12
 constexpr std::string_view kNoProcess = "(no process)";
 constexpr std::string_view kNoLabel = "(none)";
+// A share of a GPU's time below this (idle, or SMs idle while busy) is not worth a word in the wasters.
+constexpr double kWasteWorthNaming = 0.01;
 
 // A quantile over a stream without keeping it: counts in fixed bins over [0, top].
 class QuantileBins {
@@ -529,13 +531,18 @@ std::vector<std::string> top_wasters(const CostReport& report, std::size_t limit
     const CostTotals& t = g->totals;
     if (t.seconds <= 0) continue;
     const double idle_share = t.idle_seconds / t.seconds;
-    const double held = t.seconds * 1000.0;
-    std::string what = fmt::format("idle {:.0f}% of {}", idle_share * 100.0, span_text(static_cast<std::int64_t>(held)));
-    const double busy_idle_sm = t.busy_seconds > 0 ? 1.0 - (t.working_seconds / t.busy_seconds) : 0.0;
-    if (t.busy_seconds > 0 && busy_idle_sm >= 0.5) {
-      what += fmt::format(", SMs idle {:.0f}% of its busy time", busy_idle_sm * 100.0);
+    const std::string span = span_text(static_cast<std::int64_t>(t.seconds * 1000.0));
+    std::vector<std::string> parts;
+    if (idle_share >= kWasteWorthNaming) parts.push_back(fmt::format("idle {:.0f}% of {}", idle_share * 100.0, span));
+    const double busy_sm_idle = t.busy_seconds > 0 ? 1.0 - t.working_seconds / t.busy_seconds : 0.0;
+    if (busy_sm_idle >= kWasteWorthNaming) {
+      parts.push_back(fmt::format("SMs idle {:.0f}% of its busy time{}", busy_sm_idle * 100.0,
+                                  parts.empty() ? " over " + span : std::string()));
     }
-    if (t.down_seconds > 0) what += fmt::format(", down {}", span_text(static_cast<std::int64_t>(t.down_seconds * 1000.0)));
+    if (t.down_seconds > 0) parts.push_back(fmt::format("down {}", span_text(static_cast<std::int64_t>(t.down_seconds * 1000.0))));
+    if (parts.empty()) continue;
+    std::string what;
+    for (const auto& part : parts) what += (what.empty() ? "" : ", ") + part;
     std::string line = fmt::format("{}{} ({}): {}", hosts.size() > 1 && !g->host.empty() ? g->host + " " : "",
                                    g->gpu.empty() ? g->uuid : "GPU " + g->gpu, g->model, what);
     if (t.priced_seconds > 0) line += fmt::format(", {} wasted", dollars_text(t.unused_dollars));
