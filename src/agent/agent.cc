@@ -1,9 +1,13 @@
 #include "agent/agent.h"
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include <fmt/format.h>
+
+#include "agent/cost_history.h"
+#include "agent/cost_metering.h"
 
 namespace gpuscope::agent {
 namespace {
@@ -115,9 +119,7 @@ std::expected<Agent::Started, AgentError> Agent::start(std::unique_ptr<nvml::Nvm
   metrics_ = config_.metrics;
   metrics_.price_tier = std::string(model::price_tier_name(config_.price_tier));
   if (config_.price_catalog) {
-    for (const auto& g : backend_->gpus()) {
-      if (auto p = config_.price_catalog->hourly_price(g.name, config_.price_tier)) metrics_.hourly_price_dollars.emplace(g.index, *p);
-    }
+    metrics_.hourly_price_dollars = hourly_prices(*config_.price_catalog);
     const std::string& file = config_.price_catalog->source();
     log_.info("price catalog", {{"file", file.empty() ? "none (--price-override only)" : file},
                                 {"tier", metrics_.price_tier},
@@ -129,12 +131,16 @@ std::expected<Agent::Started, AgentError> Agent::start(std::unique_ptr<nvml::Nvm
     if (auto opened = open_history(); !opened) return std::unexpected(opened.error());
   }
 
+  // Before the first reading, which bills the time since the last recorded one.
+  start_cost_meter();
+
   reader_ = std::make_unique<GpuReader>(*backend_, config_.interval, config_.hpc_job_mapping_dir, log_,
                                         config_.clock != &model::system_clock() ? config_.clock : nullptr);
   sampler_ = std::make_unique<sampler::Sampler>([this] { return read_and_record(); }, config_.interval, clock_);
   routes_ = std::make_unique<http::AgentRoutes>(*sampler_, backend_->gpus(), system_, metrics_, config_.version, clock_);
   routes_->set_metric_set(metric_set_);
   routes_->set_status_extension([this](exporter::AgentStatus& status) { extend_status(status); });
+  routes_->set_cost_counters([this] { return cost_counters(); });
   // Only the history records the agent's own series; the recorder that feeds the diagnosis alone
   // (--no-history, made later by create_diagnosis) writes the GPU families.
   if (recorder_) {
@@ -153,6 +159,9 @@ std::expected<Agent::Started, AgentError> Agent::start(std::unique_ptr<nvml::Nvm
   rules_api_ = std::make_unique<http::RulesApi>(rule_manager_.get());
   if (rule_manager_) start_rules();
   create_diagnosis();
+  // The history records the cost counters, which the next start continues from; the recorder that only
+  // feeds the diagnosis (--no-history) has no use for them.
+  if (recorder_ && tsdb_) recorder_->set_cost_counters([this] { return cost_counters(); });
   http::DiagnosisApiOptions diagnosis_options;
   diagnosis_options.window = config_.diagnosis_window;
   diagnosis_options.thresholds = config_.diagnosis_thresholds;
@@ -352,13 +361,73 @@ std::expected<void, AgentError> Agent::start_http() {
   return {};
 }
 
+void Agent::start_cost_meter() {
+  analysis::CostRules rules;
+  if (config_.price_catalog) rules.energy_usd_per_kwh = config_.price_catalog->energy_usd_per_kwh();
+  energy_priced_ = rules.energy_usd_per_kwh.has_value();
+  cost_meter_ = std::make_unique<analysis::CostMeter>(rules);
+  hourly_prices_.store(std::make_shared<const std::map<unsigned, double>>(metrics_.hourly_price_dollars));
+  if (!tsdb_) return;  // --no-history: the counters start at 0
+  std::vector<std::string> uuids;
+  for (const auto& g : backend_->gpus()) uuids.push_back(g.uuid);
+  const auto seeds = read_cost_seeds(*tsdb_, uuids, metrics_.price_tier, clock_.unix_ms(), config_.retention.count(), rules);
+  if (!seeds) {
+    log_.warn("cost counters: the history's last values not read; they start at 0", {{"err", seeds.error()}});
+    return;
+  }
+  std::size_t billed_since = 0;
+  for (const auto& seed : *seeds) {
+    cost_meter_->seed(seed);
+    if (seed.last_reading) ++billed_since;
+  }
+  log_.info("cost counters", {{"continued_gpus", std::to_string(seeds->size())},
+                              {"billed_since_last_reading", std::to_string(billed_since)},
+                              {"new_gpus", std::to_string(uuids.size() - seeds->size())}});
+}
+
+exporter::CostCounters Agent::cost_counters() const {
+  return agent::cost_counters(*cost_meter_->totals(), backend_->gpus(), energy_priced_);
+}
+
 model::Snapshot Agent::read_and_record() {
   auto snapshot = reader_->read();
+  // Microseconds of arithmetic on the reading, before it is recorded with the counters it moved.
+  cost_meter_->update(std::chrono::duration_cast<std::chrono::milliseconds>(snapshot.time.time_since_epoch()).count(),
+                      metered_gpus(snapshot, backend_->gpus(), *hourly_prices_.load()));
   if (recorder_) recorder_->record(snapshot);
   return snapshot;
 }
 
+std::map<unsigned, double> Agent::hourly_prices(const model::PriceCatalog& catalog) const {
+  std::map<unsigned, double> out;
+  for (const auto& g : backend_->gpus()) {
+    if (auto p = catalog.hourly_price(g.name, config_.price_tier)) out.emplace(g.index, *p);
+  }
+  return out;
+}
+
+void Agent::reload_prices() {
+  auto catalog = config_.reload_price_catalog();
+  if (!catalog) {
+    log_.error("price catalog reload failed; keeping the previous prices", {{"err", catalog.error()}});
+    return;
+  }
+  exporter::GpuMetricsOptions options = metrics_;
+  options.hourly_price_dollars = *catalog ? hourly_prices(**catalog) : std::map<unsigned, double>{};
+  const std::optional<double> energy = *catalog ? (*catalog)->energy_usd_per_kwh() : std::nullopt;
+  // The meter's prices first, then the exported ones: a reading taken in between is billed at the new
+  // price a moment before its price series shows it, never the other way round.
+  hourly_prices_.store(std::make_shared<const std::map<unsigned, double>>(options.hourly_price_dollars));
+  cost_meter_->set_energy_usd_per_kwh(energy);
+  energy_priced_ = energy.has_value();
+  if (routes_) routes_->set_options(options);
+  if (recorder_) recorder_->set_options(options);
+  log_.info("price catalog reloaded", {{"file", *catalog ? (*catalog)->source() : "none"},
+                                       {"priced_gpus", std::to_string(options.hourly_price_dollars.size())}});
+}
+
 void Agent::reload() {
+  if (config_.reload_price_catalog && cost_meter_) reload_prices();  // none before start() reaches the meter
   if (rule_manager_) {
     if (auto groups = load_rules(config_.rule_specs); groups) {
       for (const std::string& e : groups->empty) log_.warn(e);
@@ -370,7 +439,7 @@ void Agent::reload() {
     }
   }
   if (config_.collectors_file.empty()) {
-    if (!rule_manager_) log_.info("SIGHUP: no collectors or rule files to reload");
+    if (!rule_manager_ && !config_.reload_price_catalog) log_.info("SIGHUP: no collectors or rule files to reload");
     return;
   }
   if (auto reloaded = load_metric_set(config_.collectors_file, log_); reloaded) {

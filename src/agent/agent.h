@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <expected>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,6 +21,7 @@
 #include "agent/gpu_reader.h"
 #include "agent/history_recorder.h"
 #include "agent/rule_evaluation_loop.h"
+#include "analysis/cost_meter.h"
 #include "export/metric_set.h"
 #include "http/agent_routes.h"
 #include "http/diagnosis_api.h"
@@ -102,6 +104,13 @@ class Agent {
   std::expected<void, AgentError> start_http();
   // What /metrics and the history add to the routes' own status: rule groups, notifications, the store.
   void extend_status(exporter::AgentStatus& status) const;
+  // The cost counters' meter, continued from the history's last recorded values where there is one.
+  void start_cost_meter();
+  // USD per GPU-hour of each GPU the catalog prices, by GPU index, in the configured tier.
+  std::map<unsigned, double> hourly_prices(const model::PriceCatalog& catalog) const;
+  // SIGHUP: the catalog read again; the prices apply from the next reading on, a bad file keeps the old ones.
+  void reload_prices();
+  exporter::CostCounters cost_counters() const;
   model::Snapshot read_and_record();
   // The rules and diagnosis loops' start: the first reading, 30 s at most, or until stop() begins.
   void wait_for_first_reading() const;
@@ -133,6 +142,10 @@ class Agent {
   std::unique_ptr<store::TsdbFlusher> flusher_;  // with history: writes it on a thread of its own
   std::unique_ptr<HistoryRecorder> recorder_;   // with history or the diagnosis
   store::SeriesSet no_history_;                 // what the query API reads without history
+  std::unique_ptr<analysis::CostMeter> cost_meter_;
+  // The prices as the sampler thread reads them at each reading; a reload swaps them.
+  std::atomic<std::shared_ptr<const std::map<unsigned, double>>> hourly_prices_;
+  std::atomic<bool> energy_priced_{false};  // the catalog has an energy price
   std::unique_ptr<GpuReader> reader_;
   std::unique_ptr<sampler::Sampler> sampler_;
   std::unique_ptr<http::AgentRoutes> routes_;

@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <expected>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -49,6 +51,9 @@ struct AgentConfig {
   // The catalog and tier behind gpuscope_gpu_hourly_price_dollars (no catalog: no such series).
   std::optional<model::PriceCatalog> price_catalog;
   model::PriceTier price_tier = model::PriceTier::kOnDemand;
+  // Reads the catalog again as the flags named it (SIGHUP; no catalog: no prices), in the same tier: the
+  // new prices count from the next reading on. Empty: the prices stay as they started.
+  std::function<std::expected<std::optional<model::PriceCatalog>, std::string>()> reload_price_catalog;
   // The diagnosis (a verdict per GPU), evaluated on a thread of its own over the recent readings the
   // history recorder keeps for it (store::RecentWindow, with or without history) and written back to the
   // history, where there is one, as gpuscope_diagnosis_info.

@@ -61,15 +61,21 @@ class LabeledValueSink : public exporter::SampleSink {
 
 HistoryRecorder::HistoryRecorder(store::Tsdb& tsdb, std::vector<model::GpuInfo> gpus, model::SystemInfo system,
                                  exporter::GpuMetricsOptions options, log::Logger& log)
-    : tsdb_(&tsdb), gpus_(std::move(gpus)), system_(std::move(system)), options_(options), log_(log) {}
+    : tsdb_(&tsdb), gpus_(std::move(gpus)), system_(std::move(system)), log_(log) {
+  set_options(std::move(options));
+}
 
 HistoryRecorder::HistoryRecorder(store::Head& head, std::vector<model::GpuInfo> gpus, model::SystemInfo system,
                                  exporter::GpuMetricsOptions options, log::Logger& log)
-    : head_(&head), gpus_(std::move(gpus)), system_(std::move(system)), options_(options), log_(log) {}
+    : head_(&head), gpus_(std::move(gpus)), system_(std::move(system)), log_(log) {
+  set_options(std::move(options));
+}
 
 HistoryRecorder::HistoryRecorder(std::vector<model::GpuInfo> gpus, model::SystemInfo system,
                                  exporter::GpuMetricsOptions options, log::Logger& log)
-    : gpus_(std::move(gpus)), system_(std::move(system)), options_(options), log_(log) {}
+    : gpus_(std::move(gpus)), system_(std::move(system)), log_(log) {
+  set_options(std::move(options));
+}
 
 void HistoryRecorder::record(const model::Snapshot& snapshot) {
   auto set = set_.load();
@@ -78,7 +84,9 @@ void HistoryRecorder::record(const model::Snapshot& snapshot) {
   {
     LabeledValueSink sink(values_, keys_, changed);
     exporter::ExpositionWriter writer(sink);
-    exporter::write_gpu_metrics(writer, snapshot, gpus_, system_, *set, options_);
+    const auto options = options_.load();
+    exporter::write_gpu_metrics(writer, snapshot, gpus_, system_, *set, *options);
+    if (cost_counters_) exporter::write_cost_metrics(writer, cost_counters_(), gpus_, system_, *set, *options);
     if (agent_status_) exporter::write_agent_metrics(writer, agent_status_());
   }
   const auto t_ms = std::chrono::duration_cast<std::chrono::milliseconds>(snapshot.time.time_since_epoch()).count();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "export/agent_metrics.h"
+#include "export/cost_metrics.h"
 #include "export/gpu_metrics.h"
 #include "export/metric_set.h"
 #include "log/logger.h"
@@ -45,6 +46,13 @@ class HistoryRecorder {
   // Where the agent's own series (sample age, collectors, process_*) come from; set before the
   // sampler starts. Without it only the GPU families are recorded.
   void set_agent_status(std::function<exporter::AgentStatus()> status) { agent_status_ = std::move(status); }
+  // A reloaded price catalog's prices, recorded from the next reading on (any thread).
+  void set_options(exporter::GpuMetricsOptions options) {
+    options_.store(std::make_shared<const exporter::GpuMetricsOptions>(std::move(options)));
+  }
+  // Where the cost counters come from (the agent's CostMeter, updated before each reading is recorded);
+  // set before the sampler starts. Without it they are not recorded.
+  void set_cost_counters(std::function<exporter::CostCounters()> counters) { cost_counters_ = std::move(counters); }
   // Appends one reading to memory (on the sampler thread); a TsdbFlusher writes it to disk.
   void record(const model::Snapshot& snapshot);
 
@@ -54,10 +62,11 @@ class HistoryRecorder {
   ReadingListener listener_;
   const std::vector<model::GpuInfo> gpus_;
   const model::SystemInfo system_;
-  const exporter::GpuMetricsOptions options_;
+  std::atomic<std::shared_ptr<const exporter::GpuMetricsOptions>> options_;
   log::Logger& log_;
   std::atomic<std::shared_ptr<const exporter::MetricSet>> set_;
   std::function<exporter::AgentStatus()> agent_status_;
+  std::function<exporter::CostCounters()> cost_counters_;
   std::vector<store::LabeledValue> values_;  // this reading's series and values, reused between readings
   std::vector<std::string> keys_;            // each one's exposition text (name, labels), to spot changes
   std::uint64_t layout_ = 1;                 // bumped when values_ holds other series than before (0: unknown)

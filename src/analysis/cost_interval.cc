@@ -6,14 +6,12 @@
 namespace gpuscope::analysis {
 namespace {
 
-constexpr double kJoulesPerKwh = 3.6e6;
-
-bool finite(const std::optional<double>& v) { return v && std::isfinite(*v); }
+bool recorded(const std::optional<double>& v) { return v && std::isfinite(*v); }
 
 CostActivity activity_of(const CostReading& r, const CostRules& rules) {
   if (!r.up) return CostActivity::kDown;
-  const bool gr = finite(r.gr_active);
-  const bool util = finite(r.utilization_percent);
+  const bool gr = recorded(r.gr_active);
+  const bool util = recorded(r.utilization_percent);
   if (!gr && !util) return CostActivity::kUnknown;
   const bool gr_idle = !gr || *r.gr_active < rules.idle_gr_active;
   const bool util_idle = !util || *r.utilization_percent < rules.idle_utilization_percent;
@@ -22,12 +20,12 @@ CostActivity activity_of(const CostReading& r, const CostRules& rules) {
 
 double energy_joules(const CostReading& prev, const CostReading& cur, double seconds) {
   if (!cur.up) return 0;
-  if (finite(prev.energy_millijoules) && finite(cur.energy_millijoules)) {
+  if (recorded(prev.energy_millijoules) && recorded(cur.energy_millijoules)) {
     const double delta = *cur.energy_millijoules - *prev.energy_millijoules;
     // A counter that went back was reset (a driver reload): what it reads now was all spent since.
     return (delta >= 0 ? delta : *cur.energy_millijoules) / 1000.0;
   }
-  if (finite(cur.power_watts)) return std::max(0.0, *cur.power_watts) * seconds;
+  if (recorded(cur.power_watts)) return std::max(0.0, *cur.power_watts) * seconds;
   return 0;
 }
 
@@ -40,9 +38,9 @@ std::optional<CostInterval> cost_interval(const CostReading& prev, const CostRea
   out.seconds = static_cast<double>(gap) / 1000.0;
   out.activity = activity_of(cur, rules);
   if (out.activity == CostActivity::kBusy) {
-    if (finite(cur.sm_active)) {
+    if (recorded(cur.sm_active)) {
       out.working_share = std::clamp(*cur.sm_active, 0.0, 1.0);
-    } else if (finite(cur.utilization_percent)) {
+    } else if (recorded(cur.utilization_percent)) {
       out.working_share = std::clamp(*cur.utilization_percent / 100.0, 0.0, 1.0);
       out.working_from_utilization = true;
     } else {
@@ -51,7 +49,7 @@ std::optional<CostInterval> cost_interval(const CostReading& prev, const CostRea
       out.working_from_utilization = true;
     }
   }
-  if (finite(cur.usd_per_hour) && *cur.usd_per_hour >= 0) out.dollars = *cur.usd_per_hour * out.seconds / 3600.0;
+  if (recorded(cur.usd_per_hour) && *cur.usd_per_hour >= 0) out.dollars = *cur.usd_per_hour * out.seconds / 3600.0;
   out.energy_joules = energy_joules(prev, cur, out.seconds);
   return out;
 }

@@ -12,6 +12,8 @@
 
 namespace gpuscope::analysis {
 
+inline constexpr double kJoulesPerKwh = 3.6e6;
+
 // One reading of one GPU, as the accounting weighs it; an absent value was not recorded.
 struct CostReading {
   std::int64_t t_ms = 0;

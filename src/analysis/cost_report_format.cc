@@ -11,7 +11,6 @@
 namespace gpuscope::analysis {
 namespace {
 
-constexpr double kJoulesPerKwh = 3.6e6;
 constexpr std::size_t kTopWasters = 5;
 // A GPU idle at least this share of the span needs releasing, not a smaller GPU: its peaks are too few
 // to size anything by (an idle H100's "fits on a T4" would send the wrong message).

@@ -60,8 +60,8 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
       "  /api/v1/rules, /api/v1/alerts   the --rules groups and their alerts, as Prometheus shows them\n"
       "  /api/v1/diagnosis   each GPU's verdict (why it is slow or wasted), re-evaluated every 5 s\n"
       "It listens on 127.0.0.1:9400 by default; --listen :9400 listens on every interface (what Prometheus on\n"
-      "another host needs). SIGTERM/SIGINT stop it; SIGHUP reloads --collectors and --rules (a bad file keeps the\n"
-      "old one).\n"
+      "another host needs). SIGTERM/SIGINT stop it; SIGHUP reloads --collectors, --rules and the price\n"
+      "catalog (a bad file keeps the old one).\n"
       "Logs go to stderr in logfmt.",
       "  gpuscope serve --listen :9400 --interval 1s\n"
       "  gpuscope serve --collectors /etc/dcgm-exporter/default-counters.csv --hostname-label hostname\n"
@@ -158,6 +158,13 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
   if (!prices) return std::unexpected(usage(prices.error()));
   o.price_catalog = std::move(prices->catalog);
   o.price_tier = prices->tier;
+  // SIGHUP reads the same flags again: an edited catalog file (or a default one installed since) prices
+  // the GPUs from the next reading on.
+  o.reload_price_catalog = [price_flags]() -> std::expected<std::optional<model::PriceCatalog>, std::string> {
+    auto reloaded = select_prices(price_flags);
+    if (!reloaded) return std::unexpected(reloaded.error());
+    return std::move(reloaded->catalog);
+  };
   o.history = !no_history;
   if (o.data_dir.empty()) o.data_dir = default_data_dir();
   auto ret = promql::parse_duration(retention);  // PromQL's durations: 15d and 2w work too

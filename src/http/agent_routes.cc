@@ -40,9 +40,9 @@ AgentRoutes::AgentRoutes(const sampler::Sampler& sampler, std::vector<model::Gpu
       clock_(clock),
       gpus_(std::move(gpus)),
       system_(std::move(system)),
-      options_(options),
       version_(std::move(version)) {
   set_.store(std::make_shared<const exporter::MetricSet>(exporter::default_metric_set()));
+  set_options(std::move(options));
   reload_time_.store(std::chrono::duration<double>(clock_.wall().time_since_epoch()).count());
 }
 
@@ -84,7 +84,10 @@ std::shared_ptr<const std::string> AgentRoutes::gpu_text(const std::shared_ptr<c
   if (pub) {
     text->reserve(entry.text ? entry.text->size() + 1024 : 64 * 1024);
     exporter::ExpositionWriter writer(format, *text);
-    exporter::write_gpu_metrics(writer, pub->snapshot, gpus_, system_, *set, options_);
+    const auto options = options_.load();
+    exporter::write_gpu_metrics(writer, pub->snapshot, gpus_, system_, *set, *options);
+    // The counters change with the readings, so they are rendered (and shared) with them.
+    if (cost_counters_) exporter::write_cost_metrics(writer, cost_counters_(), gpus_, system_, *set, *options);
   }
   entry = {pub, set, text};
   return text;

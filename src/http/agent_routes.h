@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "export/agent_metrics.h"
+#include "export/cost_metrics.h"
 #include "export/exposition_writer.h"
 #include "export/gpu_metrics.h"
 #include "export/metric_set.h"
@@ -31,6 +32,12 @@ class AgentRoutes {
 
   HttpResponse handle(const HttpRequest& request);
 
+  // A reloaded price catalog: the GPU families (the price series) use these options from the next
+  // reading on; the reading already rendered keeps the prices it was rendered with.
+  void set_options(exporter::GpuMetricsOptions options) {
+    options_.store(std::make_shared<const exporter::GpuMetricsOptions>(std::move(options)));
+  }
+
   // A collectors file (re)load: the new set is used from the next scrape on.
   void set_metric_set(std::shared_ptr<const exporter::MetricSet> set);
   // A reload that failed: the old set stays, gpuscope_config_last_reload_successful says 0.
@@ -42,6 +49,10 @@ class AgentRoutes {
   // Adds what other parts of the agent report (rule groups) to agent_status(); set before serving.
   // Called on the sampler and HTTP threads: it must not wait for a lock a slow part holds.
   void set_status_extension(std::function<void(exporter::AgentStatus&)> extension) { extension_ = std::move(extension); }
+
+  // Where the cost counters come from (the agent's CostMeter); set before serving. Called on the HTTP
+  // threads as a reading's GPU families are rendered: it must only copy what it is given.
+  void set_cost_counters(std::function<exporter::CostCounters()> counters) { cost_counters_ = std::move(counters); }
 
   // The /metrics body as a scrape with this Accept header would get it (uncompressed), rendered now.
   std::string render_metrics(exporter::ExpositionFormat format);
@@ -64,9 +75,10 @@ class AgentRoutes {
   const model::Clock& clock_;
   const std::vector<model::GpuInfo> gpus_;
   const model::SystemInfo system_;
-  const exporter::GpuMetricsOptions options_;
+  std::atomic<std::shared_ptr<const exporter::GpuMetricsOptions>> options_;
   const std::string version_;
   std::function<void(exporter::AgentStatus&)> extension_;
+  std::function<exporter::CostCounters()> cost_counters_;
 
   std::atomic<std::shared_ptr<const exporter::MetricSet>> set_;
   std::atomic<bool> reload_ok_{true};

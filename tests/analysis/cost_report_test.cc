@@ -11,7 +11,8 @@
 #include "analysis/reading_source.h"
 #include "store/series_set.h"
 
-namespace gpuscope::analysis {
+// A namespace of its own: the sanitizer build compiles several test files as one (unity).
+namespace gpuscope::analysis::cost_report_test {
 namespace {
 
 constexpr std::int64_t kT0 = 1'800'000'000'000;
@@ -328,4 +329,4 @@ TEST(CostReport, DollarsTextHasThousandsAndCents) {
 }
 
 }  // namespace
-}  // namespace gpuscope::analysis
+}  // namespace gpuscope::analysis::cost_report_test
