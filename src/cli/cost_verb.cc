@@ -41,8 +41,8 @@ constexpr std::string_view kCostExample =
 
 // --since's and --duration's range: the report reads a span a few hours at a time, so 90 days is
 // minutes, not memory; longer is what a Prometheus recording rule is for.
-constexpr std::int64_t kMaxSpanMs = 90LL * 24 * 3600 * 1000;
-constexpr std::int64_t kDefaultSinceMs = 7LL * 24 * 3600 * 1000;
+constexpr std::int64_t kMaxCostSpanMs = 90LL * 24 * 3600 * 1000;
+constexpr std::int64_t kDefaultCostSinceMs = 7LL * 24 * 3600 * 1000;
 
 std::string where_text(const CostOptions& o) {
   switch (o.source) {
@@ -169,7 +169,7 @@ std::expected<CostOptions, ParseExit> parse_cost_args(std::span<const std::strin
       return std::unexpected(usage("with --simulate the span is the whole run (--duration); --since, --start and --end "
                                    "are for --url and --data-dir"));
     }
-    auto d = span("--duration", duration, 60'000, kMaxSpanMs, "1m to 90d", "6h");
+    auto d = span("--duration", duration, 60'000, kMaxCostSpanMs, "1m to 90d", "6h");
     if (!d) return std::unexpected(d.error());
     o.duration_ms = *d;
     auto i = span("--interval", interval, 1000, 300'000, "1s to 5m", "15s");
@@ -191,11 +191,11 @@ std::expected<CostOptions, ParseExit> parse_cost_args(std::span<const std::strin
       if (!t) return std::unexpected(usage(fmt::format("invalid value '{}' for --start: {}", start, t.error())));
       o.from_ms = *t;
       if (o.from_ms >= o.to_ms) return std::unexpected(usage("--start must be before --end"));
-      if (o.to_ms - o.from_ms > kMaxSpanMs) return std::unexpected(usage("--start to --end spans more than 90d"));
+      if (o.to_ms - o.from_ms > kMaxCostSpanMs) return std::unexpected(usage("--start to --end spans more than 90d"));
     } else {
-      std::int64_t since_ms = kDefaultSinceMs;
+      std::int64_t since_ms = kDefaultCostSinceMs;
       if (!since.empty()) {
-        auto s = span("--since", since, 60'000, kMaxSpanMs, "1m to 90d", "7d");
+        auto s = span("--since", since, 60'000, kMaxCostSpanMs, "1m to 90d", "7d");
         if (!s) return std::unexpected(s.error());
         since_ms = *s;
       }
