@@ -15,25 +15,12 @@ namespace {
 
 using testing::Phase;
 
-class RealH100Cost : public ::testing::Test {
+class RealH100Cost : public testing::RealH100Recording {
  protected:
-  static void SetUpTestSuite() {
-    data_ = new store::SeriesSet;
-    phases_ = new std::vector<Phase>;
-    testing::load_real_h100(*data_, *phases_);
-  }
-  static void TearDownTestSuite() {
-    delete data_;
-    delete phases_;
-  }
-
   // The phase's cost, its first 3 s (the switch between phases) left out.
   static CostTotals phase_cost(const std::string& name) {
-    const auto it = std::find_if(phases_->begin(), phases_->end(), [&](const Phase& p) { return p.name == name; });
-    if (it == phases_->end()) {
-      ADD_FAILURE() << "no phase " << name << " in phases.json";
-      return {};
-    }
+    const Phase* it = phase(name);
+    if (it == nullptr) return {};
     StoreSource source(*data_);
     CostQuery q;
     q.from_ms = it->start_ms + 3000;
@@ -47,12 +34,7 @@ class RealH100Cost : public ::testing::Test {
     EXPECT_EQ(r->gpus[0].usd_per_hour, 5.505) << name << ": the catalog's H100 on-demand price, as recorded";
     return r->gpus[0].totals;
   }
-
-  static store::SeriesSet* data_;
-  static std::vector<Phase>* phases_;
 };
-store::SeriesSet* RealH100Cost::data_ = nullptr;
-std::vector<Phase>* RealH100Cost::phases_ = nullptr;
 
 TEST_F(RealH100Cost, IdlePhasesAreIdleDollars) {
   for (const char* phase : {"idle_start", "memory_leak", "idle_end"}) {

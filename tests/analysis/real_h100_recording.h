@@ -43,4 +43,30 @@ inline void load_real_h100(store::SeriesSet& data, std::vector<Phase>& phases) {
   }
 }
 
+// A suite over the recording, loaded once for all its tests.
+class RealH100Recording : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    data_ = new store::SeriesSet;
+    phases_ = new std::vector<Phase>;
+    load_real_h100(*data_, *phases_);
+  }
+  static void TearDownTestSuite() {
+    delete data_;
+    delete phases_;
+    data_ = nullptr;
+    phases_ = nullptr;
+  }
+  // The phase of phases.json named `name`; null (and a test failure) when there is none.
+  static const Phase* phase(const std::string& name) {
+    const auto it = std::find_if(phases_->begin(), phases_->end(), [&](const Phase& p) { return p.name == name; });
+    if (it != phases_->end()) return &*it;
+    ADD_FAILURE() << "no phase " << name << " in phases.json";
+    return nullptr;
+  }
+
+  inline static store::SeriesSet* data_ = nullptr;
+  inline static std::vector<Phase>* phases_ = nullptr;
+};
+
 }  // namespace gpuscope::analysis::testing

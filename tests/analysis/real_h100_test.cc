@@ -21,25 +21,12 @@ namespace {
 
 using testing::Phase;
 
-class RealH100 : public ::testing::Test {
+class RealH100 : public testing::RealH100Recording {
  protected:
-  static void SetUpTestSuite() {
-    data_ = new store::SeriesSet;
-    phases_ = new std::vector<Phase>;
-    testing::load_real_h100(*data_, *phases_);
-  }
-  static void TearDownTestSuite() {
-    delete data_;
-    delete phases_;
-  }
-
   // The diagnosis at the phase's end over a window inside it: its first 3 s (the switch) left out.
   static GpuDiagnosis at_end_of(const std::string& name) {
-    const auto it = std::find_if(phases_->begin(), phases_->end(), [&](const Phase& p) { return p.name == name; });
-    if (it == phases_->end()) {
-      ADD_FAILURE() << "no phase " << name << " in phases.json";
-      return {};
-    }
+    const Phase* it = phase(name);
+    if (it == nullptr) return {};
     const std::int64_t window = std::min<std::int64_t>(30'000, it->end_ms - it->start_ms - 3000);
     StoreSource source(*data_);
     auto d = diagnose_from(source, it->end_ms, window, Thresholds{}, {});
@@ -59,12 +46,7 @@ class RealH100 : public ::testing::Test {
     }
     return std::nullopt;
   }
-
-  static store::SeriesSet* data_;
-  static std::vector<Phase>* phases_;
 };
-store::SeriesSet* RealH100::data_ = nullptr;
-std::vector<Phase>* RealH100::phases_ = nullptr;
 
 TEST_F(RealH100, IdleStartIsIdleHoldingItsMemory) {
   const auto g = at_end_of("idle_start");
