@@ -8,6 +8,7 @@
 
 #include "agent/cost_history.h"
 #include "agent/cost_metering.h"
+#include "analysis/window_summary.h"
 
 namespace gpuscope::agent {
 namespace {
@@ -170,6 +171,7 @@ std::expected<Agent::Started, AgentError> Agent::start(std::unique_ptr<nvml::Nvm
   diagnosis_options.clock = &clock_;
   diagnosis_api_ = std::make_unique<http::DiagnosisApi>(tsdb_.get(), diagnosis_options,
                                                         [this] { return published_diagnosis(); });
+  create_training();
 
   // The first reading before the port opens: a client that connects as soon as it can (`serve & curl`,
   // a Prometheus already scraping) gets GPU series and a 200 from /healthz, never an empty page.
@@ -189,6 +191,7 @@ std::expected<Agent::Started, AgentError> Agent::start(std::unique_ptr<nvml::Nvm
     // One diagnosis is milliseconds of reading memory; after a missed first reading there is none to wait for.
     if (sampler_->latest()) diagnosis_loop_->wait_for_first(kFirstDiagnosisWait);
   }
+  if (auto training = start_training(); !training) return std::unexpected(training.error());
   if (auto listening = start_http(); !listening) return std::unexpected(listening.error());
   if (rule_loop_) {
     // The first evaluation waits for the first reading, so rules never start on an empty store.
@@ -299,6 +302,81 @@ void Agent::create_diagnosis() {
                           {"history", tsdb_ ? "yes" : "no (idle since: the last window only)"}});
 }
 
+void Agent::create_training() {
+  TrainingOptions o;
+  o.limits = config_.training_limits;
+  o.thresholds = config_.training_thresholds;
+  switch (metrics_.hostname_label) {
+    case exporter::HostnameLabel::kHostname: o.host_label = "Hostname"; break;
+    case exporter::HostnameLabel::kLowercase: o.host_label = "hostname"; break;
+    case exporter::HostnameLabel::kNone: o.host_label.clear(); break;
+  }
+  o.hostname = system_.hostname;
+  auto latest = [this]() -> std::shared_ptr<const model::Snapshot> {
+    auto pub = sampler_->latest();
+    if (!pub) return nullptr;
+    return std::shared_ptr<const model::Snapshot>(pub, &pub->snapshot);
+  };
+  training_ = std::make_unique<TrainingTracker>(std::move(o), backend_->gpus(), latest, clock_, log_);
+  // An epoch's verdict reads the history (or, without one, the diagnosis' recent window: the epoch's last
+  // 30 seconds at most).
+  const analysis::ReadingSource* verdict_source =
+      diagnosis_history_ ? diagnosis_history_.get() : diagnosis_source_.get();
+  if (verdict_source != nullptr) {
+    training_->set_epoch_verdict([this, verdict_source](std::int64_t start_ms, std::int64_t end_ms,
+                                                        unsigned gpu) -> std::optional<std::string> {
+      auto verdict = analysis::span_verdict(*verdict_source, start_ms, end_ms, gpu, config_.diagnosis_thresholds);
+      if (!verdict) {
+        log_.warn("training epoch verdict not drawn", {{"err", verdict.error()}});
+        return std::nullopt;
+      }
+      return *verdict;
+    });
+  }
+  routes_->set_extra_families([this](exporter::ExpositionWriter& w) { training_->write_metrics(w); });
+  if (recorder_ && tsdb_) recorder_->set_extra_families([this](exporter::ExpositionWriter& w) { training_->write_metrics(w); });
+  http::TrainingApiOptions api;
+  api.thresholds = config_.diagnosis_thresholds;
+  api.limiter = query_limiter_.get();
+  api.timeout = config_.query_timeout;
+  api.clock = &clock_;
+  training_api_ = std::make_unique<http::TrainingApi>(
+      training_->intake(), tsdb_.get(), api, [this] { return training_->json(); },
+      [this](int pid) {
+        std::vector<unsigned> gpus;
+        if (auto pub = sampler_->latest()) {
+          for (const auto& g : pub->snapshot.gpus) {
+            for (const auto& p : g.processes) {
+              if (static_cast<int>(p.pid) == pid) gpus.push_back(g.index);
+            }
+          }
+        }
+        return gpus;
+      });
+}
+
+std::expected<void, AgentError> Agent::start_training() {
+  EventSocketOptions socket;
+  const bool named = !config_.events_socket.empty();
+  if (config_.events_socket != "none") {
+    socket.path = named ? config_.events_socket
+                        : default_events_socket_path([](const char* name) { return std::getenv(name); });
+  }
+  if (!config_.events_group.empty() && !socket.path.empty()) {
+    auto gid = parse_group(config_.events_group);
+    if (!gid) return std::unexpected(config_error({gid.error()}));
+    socket.group = *gid;
+  }
+  auto started = training_->start(socket);
+  if (started) return {};
+  // A socket named by the flag must open; the default place may be taken by another agent on the host
+  // (or not writable), and events still come over HTTP.
+  if (named) return std::unexpected(runtime_error(fmt::format("--events-socket: {}", started.error())));
+  log_.warn("no events socket (training events over POST /api/v1/events only)", {{"err", started.error()}});
+  if (auto plain = training_->start(EventSocketOptions{}); !plain) return std::unexpected(runtime_error(plain.error()));
+  return {};
+}
+
 http::PublishedDiagnosis Agent::published_diagnosis() const {
   if (!diagnosis_loop_) return {nullptr, diagnosis_off_};
   const auto latest = diagnosis_loop_->latest();
@@ -349,6 +427,7 @@ std::expected<void, AgentError> Agent::start_http() {
         if (http::QueryApi::handles(r.path())) return query_api_->handle(r);
         if (http::RulesApi::handles(r.path())) return rules_api_->handle(r);
         if (http::DiagnosisApi::handles(r.path())) return diagnosis_api_->handle(r);
+        if (http::TrainingApi::handles(r.path())) return training_api_->handle(r);
         return routes_->handle(r);
       },
       log_);
@@ -472,6 +551,7 @@ bool Agent::stop() {
   if (rule_loop_) rule_loop_->stop();
   // Before the history's last flush, which then holds its last verdicts.
   if (diagnosis_loop_) diagnosis_loop_->stop();
+  if (training_) training_->stop();
   // Queued notifications (a resolve sent at the last evaluation) get a moment to go out.
   if (notifier_) notifier_->stop(std::chrono::seconds(2));
   const bool sampler_ended = !sampler_ || sampler_->stop(kStopGrace);

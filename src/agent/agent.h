@@ -21,6 +21,7 @@
 #include "agent/gpu_reader.h"
 #include "agent/history_recorder.h"
 #include "agent/rule_evaluation_loop.h"
+#include "agent/training_tracker.h"
 #include "analysis/cost_meter.h"
 #include "export/metric_set.h"
 #include "http/agent_routes.h"
@@ -28,6 +29,7 @@
 #include "http/http_server.h"
 #include "http/query_api.h"
 #include "http/rules_api.h"
+#include "http/training_api.h"
 #include "log/logger.h"
 #include "notify/notifier.h"
 #include "nvml/nvml_backend.h"
@@ -112,6 +114,10 @@ class Agent {
   void reload_prices();
   exporter::CostCounters cost_counters() const;
   model::Snapshot read_and_record();
+  // The training jobs' part: built before the sampler (the recorder writes its families), started after
+  // the first reading; the events socket in the configured (or default) place.
+  void create_training();
+  std::expected<void, AgentError> start_training();
   // The rules and diagnosis loops' start: the first reading, 30 s at most, or until stop() begins.
   void wait_for_first_reading() const;
 
@@ -163,6 +169,8 @@ class Agent {
   std::unique_ptr<DiagnosisLoop> diagnosis_loop_;
   std::string diagnosis_off_;  // why there is no diagnosis loop
   std::unique_ptr<http::DiagnosisApi> diagnosis_api_;
+  std::unique_ptr<TrainingTracker> training_;
+  std::unique_ptr<http::TrainingApi> training_api_;
   std::unique_ptr<http::HttpServer> server_;
 };
 

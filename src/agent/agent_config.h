@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "analysis/thresholds.h"
+#include "analysis/training_findings.h"
+#include "analysis/training_jobs.h"
 #include "export/gpu_metrics.h"
 #include "model/clock.h"
 #include "model/price_catalog.h"
@@ -61,6 +63,14 @@ struct AgentConfig {
   std::chrono::milliseconds diagnosis_interval{0};  // 0: the reading interval
   std::chrono::milliseconds diagnosis_window = std::chrono::seconds(30);
   analysis::Thresholds diagnosis_thresholds;
+  // Training events: the Unix datagram socket training processes send to (empty: the default place,
+  // see default_events_socket_path; "none": no socket, POST /api/v1/events only), the group that may send
+  // (mode 0660), the limits on what the jobs may make the agent hold, and when a job counts as stalled
+  // or a rank as a straggler.
+  std::string events_socket;
+  std::string events_group;
+  analysis::TrainingLimits training_limits;
+  analysis::TrainingThresholds training_thresholds;
   std::string version;  // /api/v1/status/buildinfo and the index page
   // Every part keeps time on this clock; it must outlive the agent.
   const model::Clock* clock = &model::system_clock();

@@ -87,6 +87,7 @@ void HistoryRecorder::record(const model::Snapshot& snapshot) {
     const auto options = options_.load();
     exporter::write_gpu_metrics(writer, snapshot, gpus_, system_, *set, *options);
     if (cost_counters_) exporter::write_cost_metrics(writer, cost_counters_(), gpus_, system_, *set, *options);
+    if (extra_families_) extra_families_(writer);
     if (agent_status_) exporter::write_agent_metrics(writer, agent_status_());
   }
   const auto t_ms = std::chrono::duration_cast<std::chrono::milliseconds>(snapshot.time.time_since_epoch()).count();

@@ -53,6 +53,9 @@ class HistoryRecorder {
   // Where the cost counters come from (the agent's CostMeter, updated before each reading is recorded);
   // set before the sampler starts. Without it they are not recorded.
   void set_cost_counters(std::function<exporter::CostCounters()> counters) { cost_counters_ = std::move(counters); }
+  // Families other parts of the agent export (the training jobs'), recorded with each reading; set before
+  // the sampler starts.
+  void set_extra_families(std::function<void(exporter::ExpositionWriter&)> write) { extra_families_ = std::move(write); }
   // Appends one reading to memory (on the sampler thread); a TsdbFlusher writes it to disk.
   void record(const model::Snapshot& snapshot);
 
@@ -67,6 +70,7 @@ class HistoryRecorder {
   std::atomic<std::shared_ptr<const exporter::MetricSet>> set_;
   std::function<exporter::AgentStatus()> agent_status_;
   std::function<exporter::CostCounters()> cost_counters_;
+  std::function<void(exporter::ExpositionWriter&)> extra_families_;
   std::vector<store::LabeledValue> values_;  // this reading's series and values, reused between readings
   std::vector<std::string> keys_;            // each one's exposition text (name, labels), to spot changes
   std::uint64_t layout_ = 1;                 // bumped when values_ holds other series than before (0: unknown)

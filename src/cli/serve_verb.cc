@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdlib>
 #include <ctime>
 #include <string>
@@ -151,6 +152,22 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
                   "set one of the diagnosis' thresholds (see `gpuscope diagnose --help`); repeatable")
       ->type_name("NAME=VALUE");
   app->add_flag("--no-diagnosis", no_diagnosis, "evaluate no verdicts (no gpuscope_diagnosis_info series)");
+  std::string stall_after = "5m", straggler_cv = "0.1", max_jobs = "64";
+  app->add_option("--events-socket", o.events_socket,
+                  "the Unix datagram socket training processes send step events to (default "
+                  "$RUNTIME_DIRECTORY/events.sock, /run/gpuscope/events.sock or $XDG_RUNTIME_DIR/gpuscope/events.sock; "
+                  "none: POST /api/v1/events only)")
+      ->type_name("PATH");
+  app->add_option("--events-group", o.events_group, "the group that may send to the events socket (mode 0660)")
+      ->type_name("GROUP");
+  app->add_option("--training.stall-after", stall_after,
+                  "a job with no step for this long while its processes live is stalled, 10s to 24h (default 5m)")
+      ->type_name("DURATION");
+  app->add_option("--training.straggler-cv", straggler_cv,
+                  "std/mean of the ranks' step times above which the slowest rank is a straggler (default 0.1)")
+      ->type_name("RATIO");
+  app->add_option("--training.max-jobs", max_jobs, "training jobs the agent follows at once, 1 to 10000 (default 64)")
+      ->type_name("N");
   PriceFlags price_flags;
   add_price_flags(*app, price_flags);
   if (auto parsed = parse_arguments(*app, args); !parsed) return std::unexpected(parsed.error());
@@ -228,6 +245,24 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
       return std::unexpected(usage(fmt::format("--threshold: {}", set.error())));
     }
   }
+  auto sa = parse_duration(stall_after);
+  if (!sa || *sa < std::chrono::seconds(10) || *sa > std::chrono::hours(24)) {
+    return std::unexpected(usage(fmt::format("invalid value '{}' for --training.stall-after (10s to 24h, e.g. 5m)", stall_after)));
+  }
+  o.training_thresholds.stall_after = std::chrono::duration_cast<std::chrono::milliseconds>(*sa);
+  {
+    double cv = 0;
+    const auto [end, ec] = std::from_chars(straggler_cv.data(), straggler_cv.data() + straggler_cv.size(), cv);
+    if (ec != std::errc() || end != straggler_cv.data() + straggler_cv.size() || !(cv >= 0.01) || cv > 10) {
+      return std::unexpected(usage(fmt::format("invalid value '{}' for --training.straggler-cv (0.01 to 10, e.g. 0.1)", straggler_cv)));
+    }
+    o.training_thresholds.straggler_cv = cv;
+  }
+  auto mj = positive_integer(max_jobs);
+  if (!mj || *mj < 1 || *mj > 10000) {
+    return std::unexpected(usage(fmt::format("invalid value '{}' for --training.max-jobs (1 to 10000)", max_jobs)));
+  }
+  o.training_limits.max_jobs = static_cast<std::size_t>(*mj);
   if (!o.notify_config.empty() && o.rule_specs.empty()) {
     return std::unexpected(usage("--config sends the alerts of --rules: give --rules too"));
   }

@@ -63,8 +63,9 @@ void ExpositionWriter::family(std::string_view name, model::MetricType type, std
   if (sink_ != nullptr) return;
   std::string_view family_name = name;
   std::string_view type_name = type == model::MetricType::kCounter ? "counter"
-                               : type == model::MetricType::kSummary ? "summary"
-                                                                     : "gauge";
+                               : type == model::MetricType::kSummary   ? "summary"
+                               : type == model::MetricType::kHistogram ? "histogram"
+                                                                       : "gauge";
   if (format_ == ExpositionFormat::kOpenMetrics && type == model::MetricType::kCounter) {
     if (name.ends_with("_total")) {
       family_name = name.substr(0, name.size() - 6);

@@ -124,6 +124,7 @@ std::string AgentRoutes::render_metrics(exporter::ExpositionFormat format) {
   body.reserve(gpu->size() + 4096);
   body.append(*gpu);
   exporter::ExpositionWriter writer(format, body);
+  if (extra_families_) extra_families_(writer);
   exporter::write_agent_metrics(writer, status);
   writer.finish();
   return body;

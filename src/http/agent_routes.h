@@ -54,6 +54,10 @@ class AgentRoutes {
   // threads as a reading's GPU families are rendered: it must only copy what it is given.
   void set_cost_counters(std::function<exporter::CostCounters()> counters) { cost_counters_ = std::move(counters); }
 
+  // Families other parts of the agent export (the training jobs'), written at each scrape after the GPU
+  // families; set before serving. Called on the HTTP threads: it must not wait for a slow part.
+  void set_extra_families(std::function<void(exporter::ExpositionWriter&)> write) { extra_families_ = std::move(write); }
+
   // The /metrics body as a scrape with this Accept header would get it (uncompressed), rendered now.
   std::string render_metrics(exporter::ExpositionFormat format);
 
@@ -79,6 +83,7 @@ class AgentRoutes {
   const std::string version_;
   std::function<void(exporter::AgentStatus&)> extension_;
   std::function<exporter::CostCounters()> cost_counters_;
+  std::function<void(exporter::ExpositionWriter&)> extra_families_;
 
   std::atomic<std::shared_ptr<const exporter::MetricSet>> set_;
   std::atomic<bool> reload_ok_{true};

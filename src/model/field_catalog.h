@@ -11,8 +11,9 @@
 
 namespace gpuscope::model {
 
-// kSummary is for the agent's own series only (a count and a sum, without quantiles); no field is one.
-enum class MetricType : std::uint8_t { kGauge, kCounter, kSummary };
+// kSummary is for the agent's own series only (a count and a sum, without quantiles); kHistogram for the
+// training step times (buckets, a count and a sum). No field is either.
+enum class MetricType : std::uint8_t { kGauge, kCounter, kSummary, kHistogram };
 
 // How nvidia-smi prints a value in CSV (units aside).
 enum class SmiFormat : std::uint8_t {
