@@ -234,6 +234,11 @@ std::expected<TrainingEvent, EventRejection> TrainingEventParser::parse(std::str
     auto read = read_field(key, value, event, kind, has_step, has_duration, has_epoch);
     if (!read) return std::unexpected(read.error());
   }
+  // On Demand stops at the object's closing brace: text after it ("{...} {...}", "{...}}") is only seen
+  // here, where the document must be at its end (simdjson 3.0's document has no at_end()).
+  if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) {
+    return std::unexpected(EventRejection{EventRejectReason::kMalformed, "not one JSON object: text follows it"});
+  }
   if (!kind) return std::unexpected(invalid_event("event: missing (step, epoch_start or epoch_end)"));
   const std::string_view kind_text = *kind;
   if (kind_text == "step") {

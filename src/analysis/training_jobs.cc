@@ -73,8 +73,12 @@ void TrainingJobs::apply_step(Rank& rank, const TrainingEvent& event, std::int64
   v.last_duration_s = event.duration_s;
   if (event.loss) v.loss = event.loss;
   v.duration_sum_s += event.duration_s;
+  // Counted in its own bucket only: view() makes the counts cumulative.
   for (std::size_t i = 0; i < kStepDurationBuckets.size(); ++i) {
-    if (event.duration_s <= kStepDurationBuckets[i]) ++v.bucket_counts[i];
+    if (event.duration_s <= kStepDurationBuckets[i]) {
+      ++v.bucket_counts[i];
+      break;
+    }
   }
   rank.window.push_back({t_ms, event.duration_s});
   if (rank.window.size() > limits_.max_window_steps) rank.window.pop_front();
@@ -99,11 +103,19 @@ void TrainingJobs::apply_epoch(const std::string& job, Rank& rank, const Trainin
   // What is allocated between epochs is what the loop kept: at an epoch's start, or at its end when the
   // client sends no starts (then the next start is the same boundary, and is not counted twice).
   const bool boundary_seen_at_end = !starts && !rank.epoch_start_ms;
+  // A start right after an end that was recorded (the agent missed that epoch's start) is that boundary.
+  const bool same_boundary = starts && rank.boundary_recorded_at_end && !v.boundary_allocated_bytes.empty();
+  rank.boundary_recorded_at_end = false;
   if (event.allocated_bytes && (starts || boundary_seen_at_end)) {
-    v.boundary_allocated_bytes.push_back(*event.allocated_bytes);
-    if (v.boundary_allocated_bytes.size() > limits_.max_epoch_boundaries) {
-      v.boundary_allocated_bytes.erase(v.boundary_allocated_bytes.begin());
+    if (same_boundary) {
+      v.boundary_allocated_bytes.back() = *event.allocated_bytes;
+    } else {
+      v.boundary_allocated_bytes.push_back(*event.allocated_bytes);
+      if (v.boundary_allocated_bytes.size() > limits_.max_epoch_boundaries) {
+        v.boundary_allocated_bytes.erase(v.boundary_allocated_bytes.begin());
+      }
     }
+    rank.boundary_recorded_at_end = !starts;
   }
   v.epoch = event.epoch;
   if (starts) {

@@ -125,6 +125,7 @@ class TrainingJobs {
     RankView view;
     std::deque<StepSample> window;
     std::optional<std::int64_t> epoch_start_ms;
+    bool boundary_recorded_at_end = false;  // the last epoch event was an end whose figure was recorded
   };
   struct Job {
     std::map<unsigned, Rank> ranks;

@@ -111,8 +111,13 @@ HttpResponse TrainingApi::summary(const HttpRequest& request) const {
     return training_error(503, "unavailable",
                           "no history to summarize (the agent runs with --no-history, which keeps no readings)");
   }
-  if (ids.empty() && pid && gpus_of_pid_) {
-    for (const unsigned g : gpus_of_pid_(*pid)) ids.push_back(std::to_string(g));
+  // A pid that holds memory on no GPU has no GPU to summarize (a CPU-only process): none, not all.
+  bool none = false;
+  if (ids.empty() && pid) {
+    if (gpus_of_pid_) {
+      for (const unsigned g : gpus_of_pid_(*pid)) ids.push_back(std::to_string(g));
+    }
+    none = ids.empty();
   }
 
   const model::Clock& clock = *options_.clock;
@@ -130,7 +135,7 @@ HttpResponse TrainingApi::summary(const HttpRequest& request) const {
   analysis::GpuFilter filter{ids};
   auto gpus = nlohmann::json::array();
   for (const auto& s : summaries) {
-    if (!filter.matches(s.identity)) continue;
+    if (none || !filter.matches(s.identity)) continue;
     nlohmann::json g{{"gpu", s.identity.gpu}, {"uuid", s.identity.uuid}, {"name", s.identity.model}, {"readings", s.readings}};
     unsigned index = 0;
     const auto& label = s.identity.gpu;
