@@ -186,6 +186,7 @@ std::expected<Agent::Started, AgentError> Agent::start(std::unique_ptr<nvml::Nvm
     sampler_->wait_for(1, kStopPoll);
   }
 
+  if (config_.preemption_source) start_preemption_watcher();
   if (diagnosis_loop_) {
     diagnosis_loop_->start([this] { wait_for_first_reading(); });
     // One diagnosis is milliseconds of reading memory; after a missed first reading there is none to wait for.
@@ -302,6 +303,41 @@ void Agent::create_diagnosis() {
                           {"history", tsdb_ ? "yes" : "no (idle since: the last window only)"}});
 }
 
+void Agent::start_preemption_watcher() {
+  MetadataEndpointOptions eo;
+  eo.source = *config_.preemption_source;
+  eo.base_url = config_.preemption_metadata_url;
+  eo.timeout = config_.preemption_timeout;
+  eo.clock = &clock_;
+  preemption_endpoint_ = std::make_unique<MetadataEndpoint>(std::move(eo));
+  PreemptionResponseOptions ro;
+  ro.signal = config_.preemption_signal;
+  ro.pidfile = config_.preemption_pidfile;
+  ro.hostname = system_.hostname;
+  ro.notifier = notifier_.get();
+  // The processes of the latest reading: at most one interval old, and read without touching NVML.
+  ro.gpu_pids = [this] {
+    const auto latest = sampler_->latest();
+    return latest ? gpu_process_pids(latest->snapshot) : std::vector<int>{};
+  };
+  preemption_response_ = std::make_unique<PreemptionResponse>(std::move(ro), clock_, log_);
+  const std::string provider(preemption_provider_name(config_.preemption_source->provider));
+  preemption_watcher_ = std::make_unique<PreemptionWatcher>(
+      *preemption_endpoint_,
+      [this](const PreemptionNotice& notice, std::chrono::system_clock::time_point seen) {
+        preemption_response_->respond(notice, seen);
+      },
+      PreemptionWatcherOptions{provider, config_.preemption_poll_interval}, clock_, log_);
+  log_.info("watching for preemption notices",
+            {{"provider", provider},
+             {"url", notify::url_without_credentials(preemption_endpoint_->polled_url())},
+             {"interval", fmt::format("{}ms", config_.preemption_poll_interval.count())},
+             {"signal", config_.preemption_signal ? signal_name(*config_.preemption_signal) : "none"},
+             {"target", config_.preemption_pidfile.empty() ? "gpu_processes" : config_.preemption_pidfile},
+             {"notify", notifier_ ? "yes" : "no (no --config)"}});
+  preemption_watcher_->start();
+}
+
 void Agent::create_training() {
   TrainingOptions o;
   o.limits = config_.training_limits;
@@ -318,6 +354,7 @@ void Agent::create_training() {
     return std::shared_ptr<const model::Snapshot>(pub, &pub->snapshot);
   };
   training_ = std::make_unique<TrainingTracker>(std::move(o), backend_->gpus(), latest, clock_, log_);
+  check_api_ = std::make_unique<http::CheckApi>(backend_->gpus(), system_, latest);
   // An epoch's verdict reads the history (or, without one, the diagnosis' recent window: the epoch's last
   // 30 seconds at most).
   const analysis::ReadingSource* verdict_source =
@@ -392,6 +429,7 @@ void Agent::extend_status(exporter::AgentStatus& status) const {
     if (auto groups = rule_loop_->status()) status.rule_groups = *groups;
   }
   if (notifier_) status.notifications = notification_status(notifier_->stats());
+  if (preemption_watcher_) status.preemption = preemption_watcher_->status();
   if (tsdb_) {
     // At every reading and scrape: the counters, not a walk of every chunk in memory.
     const store::TsdbStats st = tsdb_->stats(false);
@@ -428,6 +466,7 @@ std::expected<void, AgentError> Agent::start_http() {
         if (http::RulesApi::handles(r.path())) return rules_api_->handle(r);
         if (http::DiagnosisApi::handles(r.path())) return diagnosis_api_->handle(r);
         if (http::TrainingApi::handles(r.path())) return training_api_->handle(r);
+        if (http::CheckApi::handles(r.path())) return check_api_->handle(r);
         return routes_->handle(r);
       },
       log_);
@@ -552,6 +591,8 @@ bool Agent::stop() {
   // Before the history's last flush, which then holds its last verdicts.
   if (diagnosis_loop_) diagnosis_loop_->stop();
   if (training_) training_->stop();
+  // Its poll in flight is cancelled, not waited for; stopped before the notifier its response sends through.
+  if (preemption_watcher_) preemption_watcher_->stop();
   // Queued notifications (a resolve sent at the last evaluation) get a moment to go out.
   if (notifier_) notifier_->stop(std::chrono::seconds(2));
   const bool sampler_ended = !sampler_ || sampler_->stop(kStopGrace);

@@ -18,6 +18,9 @@
 #include "agent/agent_config.h"
 #include "agent/data_dir_lock.h"
 #include "agent/diagnosis_loop.h"
+#include "agent/metadata_endpoint.h"
+#include "agent/preemption_response.h"
+#include "agent/preemption_watcher.h"
 #include "agent/gpu_reader.h"
 #include "agent/history_recorder.h"
 #include "agent/rule_evaluation_loop.h"
@@ -29,6 +32,7 @@
 #include "http/http_server.h"
 #include "http/query_api.h"
 #include "http/rules_api.h"
+#include "http/check_api.h"
 #include "http/training_api.h"
 #include "log/logger.h"
 #include "notify/notifier.h"
@@ -117,6 +121,8 @@ class Agent {
   // The training jobs' part: built before the sampler (the recorder writes its families), started after
   // the first reading; the events socket in the configured (or default) place.
   void create_training();
+  // --preemption-notice: the endpoint, the response and the watcher's thread.
+  void start_preemption_watcher();
   std::expected<void, AgentError> start_training();
   // The rules and diagnosis loops' start: the first reading, 30 s at most, or until stop() begins.
   void wait_for_first_reading() const;
@@ -171,7 +177,13 @@ class Agent {
   std::unique_ptr<http::DiagnosisApi> diagnosis_api_;
   std::unique_ptr<TrainingTracker> training_;
   std::unique_ptr<http::TrainingApi> training_api_;
+  std::unique_ptr<http::CheckApi> check_api_;
   std::unique_ptr<http::HttpServer> server_;
+  // With --preemption-notice: started after the sampler (the response reads its latest reading's
+  // processes), stopped before it and before the notifier it sends through.
+  std::unique_ptr<MetadataEndpoint> preemption_endpoint_;
+  std::unique_ptr<PreemptionResponse> preemption_response_;
+  std::unique_ptr<PreemptionWatcher> preemption_watcher_;
 };
 
 // Loads a dcgm-exporter collectors file (empty `path`: the built-in set), logging the lines it skips.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <expected>
 #include <functional>
@@ -11,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "agent/metadata_endpoint.h"
+#include "agent/preemption_watcher.h"
 #include "analysis/thresholds.h"
 #include "analysis/training_findings.h"
 #include "analysis/training_jobs.h"
@@ -71,6 +74,17 @@ struct AgentConfig {
   std::string events_group;
   analysis::TrainingLimits training_limits;
   analysis::TrainingThresholds training_thresholds;
+  // Spot/preemptible VMs (--preemption-notice): the cloud's preemption notice, polled on a thread of its
+  // own every preemption_poll_interval, each request cut at preemption_timeout. The run's first notice is
+  // logged, sets gpuscope_preemption_notice, goes out as a GpuNodePreempted alert through the notifier
+  // (with --config) and sends preemption_signal to the GPUs' processes, or only to the pid in
+  // preemption_pidfile. No source: nothing is polled.
+  std::optional<PreemptionSource> preemption_source;
+  std::string preemption_metadata_url;  // empty: the provider's own address (tests: a loopback server)
+  std::chrono::milliseconds preemption_poll_interval = kDefaultPreemptionPollInterval;
+  std::chrono::milliseconds preemption_timeout = kDefaultMetadataTimeout;
+  std::optional<int> preemption_signal = SIGTERM;  // nullopt: --preemption-signal none
+  std::string preemption_pidfile;                  // empty: the GPUs' compute processes
   std::string version;  // /api/v1/status/buildinfo and the index page
   // Every part keeps time on this clock; it must outlive the agent.
   const model::Clock* clock = &model::system_clock();

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -23,12 +24,25 @@ namespace {
 constexpr std::size_t kBatch = 64;
 // A datagram may hold several events (JSON lines); a longer one arrives truncated and is rejected whole.
 constexpr std::size_t kDatagramBytes = 16 * 1024;
-// The kernel's queue for the socket: bursts of a few thousand events wait here while the thread parses.
+// The socket's buffer: what net.unix.max_dgram_qlen lets queue (a count of datagrams, which bounds the
+// queue first on most systems) fits in it.
 constexpr int kReceiveBufferBytes = 8 * 1024 * 1024;
 // How long the thread waits for datagrams before it looks whether to stop.
 constexpr int kStopPollMs = 100;
 
+// net.unix.max_dgram_qlen below this drops bursts of ranks stepping together (see deploy/sysctl/).
+constexpr int kAdvisedDatagramQueue = 512;
+
 std::string errno_text(int err) { return std::strerror(err); }
+
+std::optional<int> read_max_dgram_qlen() {
+  std::FILE* f = std::fopen("/proc/sys/net/unix/max_dgram_qlen", "re");
+  if (f == nullptr) return std::nullopt;
+  int value = 0;
+  const bool read = std::fscanf(f, "%d", &value) == 1;
+  std::fclose(f);
+  return read ? std::optional<int>(value) : std::nullopt;
+}
 
 bool make_directory(const std::string& dir, mode_t mode) {
   if (::mkdir(dir.c_str(), mode) == 0) return true;
@@ -126,6 +140,14 @@ std::expected<std::unique_ptr<EventSocket>, std::string> EventSocket::open(const
   std::unique_ptr<EventSocket> socket(new EventSocket(fd, path, bound_stat.st_ino, intake, clock, log));
   socket->thread_ = std::thread([s = socket.get()] { s->run(); });
   log.info("events socket listening", {{"path", path}});
+  // The kernel queues this many datagrams for the socket, whatever its buffer: a burst beyond it is
+  // dropped by the senders (their events never wait), so the agent cannot even count it.
+  if (auto qlen = read_max_dgram_qlen(); qlen && *qlen < kAdvisedDatagramQueue) {
+    log.warn("events socket: the kernel queues few events for it; bursts beyond them are lost by the senders",
+             {{"net.unix.max_dgram_qlen", std::to_string(*qlen)},
+              {"advised", std::to_string(kAdvisedDatagramQueue)},
+              {"fix", "sysctl -w net.unix.max_dgram_qlen=512 (deploy/sysctl/90-gpuscope.conf), then restart"}});
+  }
   return socket;
 }
 

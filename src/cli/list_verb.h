@@ -1,4 +1,4 @@
-// `gpuscope list`: one line per GPU like `nvidia-smi -L`, or JSON.
+// `gpuscope list`: one line per GPU like `nvidia-smi -L`, JSON, or only the number of GPUs.
 #pragma once
 
 #include <expected>
@@ -11,6 +11,8 @@ namespace gpuscope::cli {
 
 struct ListOptions {
   bool json = false;
+  bool count_only = false;  // --count: the number of GPUs, for launch scripts (`nvidia-smi -L | wc -l`)
+  std::string ids;          // -i, resolved once the GPUs are known
 };
 
 std::expected<ListOptions, ParseExit> parse_list_args(std::span<const std::string> args);

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cli/backtest_verb.h"
+#include "cli/check_verb.h"
 #include "cli/cost_verb.h"
 #include "cli/diagnose_verb.h"
 #include "cli/dmon_verb.h"
@@ -20,6 +21,7 @@
 #include "cli/serve_verb.h"
 #include "cli/stop_signal.h"
 #include "cli/rules_verb.h"
+#include "cli/select_verb.h"
 #include "cli/trace_verb.h"
 
 namespace gpuscope::cli {
@@ -37,6 +39,9 @@ constexpr std::string_view kUsage =
     "  info      driver, NVML library loaded, each GPU's identity, memory, clocks and limits\n"
     "  query     nvidia-smi --query-gpu / --query-compute-apps: same names and CSV, or numeric JSON\n"
     "  dmon      nvidia-smi dmon: one row per GPU per interval, or NDJSON\n"
+    "  check     pre-flight health gate for a job: ECC, XIDs, row remaps, PCIe link, thermal,\n"
+    "            persistence mode, driver vs CUDA runtime; exit 1 when a check fails\n"
+    "  select    the N least busy healthy GPUs as CUDA_VISIBLE_DEVICES=... for a launch script\n"
     "  serve     the node agent: /metrics for Prometheus (dcgm-exporter's names), /healthz, /api/v1/gpus,\n"
     "            history and Prometheus's query API (/api/v1/query, query_range, series, labels)\n"
     "  eval      a PromQL query over the agent's history (a running agent, or its data directory)\n"
@@ -123,6 +128,8 @@ int dispatch(std::span<const char* const> argv, Invocation& inv) {
   if (cl->verb == "info") return run_info(args, inv);
   if (cl->verb == "query") return run_query(args, inv);
   if (cl->verb == "dmon") return run_dmon(args, inv);
+  if (cl->verb == "check") return run_health_check(args, inv);
+  if (cl->verb == "select") return run_select(args, inv);
   if (cl->verb == "serve") return run_serve(args, inv);
   if (cl->verb == "eval") return run_eval(args, inv);  // an agent's API or a data directory: never NVML
   if (cl->verb == "diagnose") return run_diagnose(args, inv);  // an agent, a data dir or a scenario it runs itself
@@ -131,14 +138,14 @@ int dispatch(std::span<const char* const> argv, Invocation& inv) {
   if (cl->verb == "trace") return run_trace(args, inv);  // reads files only: never opens NVML
   if (cl->verb == "rules") return run_rules(args, inv);  // rule files only: never opens NVML
   if (cl->verb == "backtest") return run_backtest(args, inv);  // always the simulator, on a virtual clock
-  if (cl->verb.empty()) return usage_error(inv.err, "no command given (list, info, query, dmon, serve, eval, diagnose, cost, import, trace, rules, backtest; see 'gpuscope --help')");
+  if (cl->verb.empty()) return usage_error(inv.err, "no command given (list, info, query, dmon, check, select, serve, eval, diagnose, cost, import, trace, rules, backtest; see 'gpuscope --help')");
   if (cl->global.simulate && cl->global.scenario.empty() && looks_like_scenario(cl->verb)) {
     // `--simulate FILE` reads FILE as the command: the scenario needs '=' (a bare --simulate is valid alone).
     return usage_error(inv.err, fmt::format("unknown command '{}': to simulate that scenario, write --simulate={}",
                                             cl->verb, cl->verb));
   }
   return usage_error(inv.err,
-                     fmt::format("unknown command '{}' (list, info, query, dmon, serve, eval, diagnose, cost, import, trace, rules, backtest; see 'gpuscope --help')", cl->verb));
+                     fmt::format("unknown command '{}' (list, info, query, dmon, check, select, serve, eval, diagnose, cost, import, trace, rules, backtest; see 'gpuscope --help')", cl->verb));
 }
 
 int run(std::span<const char* const> argv, std::ostream& out, std::ostream& err, const std::atomic<bool>& stop,

@@ -60,13 +60,17 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
       "                 Prometheus data source)\n"
       "  /api/v1/rules, /api/v1/alerts   the --rules groups and their alerts, as Prometheus shows them\n"
       "  /api/v1/diagnosis   each GPU's verdict (why it is slow or wasted), re-evaluated every 5 s\n"
+      "  /api/v1/events (POST), /api/v1/training, /api/v1/summary   training jobs' step events, what the\n"
+      "                 agent found (stalled, straggler, memory kept between epochs), a GPU's figures over a span\n"
+      "  /api/v1/check  the health gate of `gpuscope check` over the latest reading\n"
       "It listens on 127.0.0.1:9400 by default; --listen :9400 listens on every interface (what Prometheus on\n"
       "another host needs). SIGTERM/SIGINT stop it; SIGHUP reloads --collectors, --rules and the price\n"
       "catalog (a bad file keeps the old one).\n"
       "Logs go to stderr in logfmt.",
       "  gpuscope serve --listen :9400 --interval 1s\n"
       "  gpuscope serve --collectors /etc/dcgm-exporter/default-counters.csv --hostname-label hostname\n"
-      "  gpuscope --simulate serve & curl -s --retry 5 --retry-connrefused 127.0.0.1:9400/metrics");
+      "  gpuscope --simulate serve & curl -s --retry 5 --retry-connrefused 127.0.0.1:9400/metrics\n"
+      "  gpuscope serve --preemption-notice gce --preemption-pidfile /run/train.pid --config notify.yml");
   ServeOptions o;
   std::string listen = "127.0.0.1:9400", interval = "1s", hostname_label = "Hostname", log_level = "info";
   std::string max_processes = "64", max_connections = "256", http_timeout = "10s", counter_interval = "10s";
@@ -168,6 +172,27 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
       ->type_name("RATIO");
   app->add_option("--training.max-jobs", max_jobs, "training jobs the agent follows at once, 1 to 10000 (default 64)")
       ->type_name("N");
+  std::string preemption_notice, preemption_metadata_url, preemption_poll_interval = "5s", preemption_signal = "TERM";
+  app->add_option("--preemption-notice", preemption_notice,
+                  "on a spot/preemptible VM, poll the cloud's preemption notice: gce, aws (IMDSv2), or an http(s) URL "
+                  "(404, an empty body, FALSE or 0: no notice; any other 200 body is the notice). On the first: a log "
+                  "line, gpuscope_preemption_notice 1, a GpuNodePreempted alert to --config's receivers at once, and "
+                  "--preemption-signal to the processes on the GPUs")
+      ->type_name("gce|aws|URL");
+  app->add_option("--preemption-poll-interval", preemption_poll_interval,
+                  "how often the preemption notice is polled, 100ms to 30s (default 5s)")
+      ->type_name("DURATION");
+  app->add_option("--preemption-signal", preemption_signal,
+                  "the signal a notice sends: TERM (default), INT, HUP, QUIT, USR1, USR2, KILL, ABRT, ALRM, CONT, or "
+                  "none. Signalling needs root, the job's user or CAP_KILL (in Kubernetes also hostPID)")
+      ->type_name("NAME");
+  app->add_option("--preemption-pidfile", o.preemption_pidfile,
+                  "signal only the pid in this file (read when the notice comes), not the GPUs' processes")
+      ->type_name("FILE");
+  app->add_option("--preemption-metadata-url", preemption_metadata_url,
+                  "the metadata service's address in place of the provider's (its paths and headers kept), e.g. "
+                  "http://127.0.0.1:8080 for a test server")
+      ->type_name("URL");
   PriceFlags price_flags;
   add_price_flags(*app, price_flags);
   if (auto parsed = parse_arguments(*app, args); !parsed) return std::unexpected(parsed.error());
@@ -263,8 +288,28 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
     return std::unexpected(usage(fmt::format("invalid value '{}' for --training.max-jobs (1 to 10000)", max_jobs)));
   }
   o.training_limits.max_jobs = static_cast<std::size_t>(*mj);
-  if (!o.notify_config.empty() && o.rule_specs.empty()) {
-    return std::unexpected(usage("--config sends the alerts of --rules: give --rules too"));
+  if (!preemption_notice.empty()) {
+    auto source = agent::parse_preemption_notice(preemption_notice);
+    if (!source) return std::unexpected(usage(source.error()));
+    o.preemption_source = *source;
+  } else if (!preemption_metadata_url.empty() || !o.preemption_pidfile.empty() ||
+             app->count("--preemption-poll-interval") > 0 || app->count("--preemption-signal") > 0) {
+    return std::unexpected(usage("the --preemption-* flags need --preemption-notice (gce, aws or a URL)"));
+  }
+  if (!preemption_metadata_url.empty()) {
+    auto base = agent::parse_metadata_base_url(preemption_metadata_url);
+    if (!base) return std::unexpected(usage(base.error()));
+    o.preemption_metadata_url = *base;
+  }
+  auto ppi = agent::parse_preemption_poll_interval(preemption_poll_interval);
+  if (!ppi) return std::unexpected(usage(ppi.error()));
+  o.preemption_poll_interval = *ppi;
+  auto psig = agent::parse_signal_name(preemption_signal);
+  if (!psig) return std::unexpected(usage(psig.error()));
+  o.preemption_signal = *psig;
+  // A preemption notice alone may have receivers: --config then needs no --rules.
+  if (!o.notify_config.empty() && o.rule_specs.empty() && !o.preemption_source) {
+    return std::unexpected(usage("--config sends the alerts of --rules (or of --preemption-notice): give --rules too"));
   }
   if (!o.rule_specs.empty() && no_history) {
     return std::unexpected(usage("--rules needs the history that --no-history turns off: rules query it"));

@@ -103,6 +103,30 @@ void write_diagnosis_metrics(ExpositionWriter& w, const DiagnosisStatus& d) {
   }
 }
 
+void write_preemption_metrics(ExpositionWriter& w, const PreemptionStatus& p) {
+  w.family("gpuscope_preemption_polls_total", MetricType::kCounter,
+           "Polls of the cloud's preemption notice endpoint by result: notice, none, or error (refused, timed "
+           "out, 5xx, an answer that is neither).");
+  for (const auto& [result, count] : {std::pair<const char*, std::uint64_t>{"notice", p.polls_notice_total},
+                                      {"none", p.polls_none_total},
+                                      {"error", p.polls_error_total}}) {
+    LabelSet l;
+    l.add("provider", p.provider);
+    l.add("result", result);
+    w.sample("gpuscope_preemption_polls_total", l.text(), static_cast<double>(count));
+  }
+  LabelSet provider;
+  provider.add("provider", p.provider);
+  w.family("gpuscope_preemption_notice", MetricType::kGauge,
+           "1 once the cloud has announced this VM's preemption during this run, else 0.");
+  w.sample("gpuscope_preemption_notice", provider.text(), p.noticed ? 1 : 0);
+  if (p.noticed) {
+    w.family("gpuscope_preemption_notice_timestamp_seconds", MetricType::kGauge,
+             "Unix time of the announced preemption: the provider's time for it (AWS), else when the notice was seen.");
+    w.sample("gpuscope_preemption_notice_timestamp_seconds", provider.text(), p.notice_timestamp_seconds);
+  }
+}
+
 }  // namespace
 
 std::vector<CollectorResult> collector_results(const model::Snapshot& snapshot) {
@@ -245,6 +269,7 @@ void write_agent_metrics(ExpositionWriter& w, const AgentStatus& s) {
 
   if (s.tsdb) write_tsdb_metrics(w, *s.tsdb);
   if (s.diagnosis) write_diagnosis_metrics(w, *s.diagnosis);
+  if (s.preemption) write_preemption_metrics(w, *s.preemption);
 
   w.family("gpuscope_build_info", MetricType::kGauge, "gpuscope's version; always 1.");
   LabelSet build;

@@ -97,6 +97,18 @@ struct DiagnosisStatus {
   std::vector<Sample> series;
 };
 
+// Preemption notices (serve --preemption-notice): what the watcher's polls of the cloud's metadata
+// endpoint said, and whether (and for when) it announced this VM's preemption.
+struct PreemptionStatus {
+  std::string provider;  // gce, aws, url
+  std::uint64_t polls_notice_total = 0;
+  std::uint64_t polls_none_total = 0;
+  std::uint64_t polls_error_total = 0;  // refused, timed out, 5xx, an answer that is neither
+  bool noticed = false;                 // a notice came during this run
+  // When noticed: the provider's time for the action (AWS), else when the agent saw the notice.
+  double notice_timestamp_seconds = 0;
+};
+
 struct AgentStatus {
   std::optional<double> sample_age_seconds;  // absent before the first reading
   double sample_duration_seconds = 0;
@@ -112,6 +124,7 @@ struct AgentStatus {
   std::optional<NotificationStatus> notifications;  // absent without --config
   std::optional<TsdbStatus> tsdb;                   // absent with --no-history
   std::optional<DiagnosisStatus> diagnosis;         // absent when the diagnosis is off
+  std::optional<PreemptionStatus> preemption;       // absent without --preemption-notice
 };
 
 // Each collector's time and whether it read without an NVML error on every GPU that is up (a lost GPU

@@ -55,7 +55,7 @@ std::string_view integration_name(IntegrationKind kind) {
 AlertDispatcher::AlertDispatcher(std::shared_ptr<const NotifyConfig> config, std::string external_url)
     : config_(std::move(config)), external_url_(std::move(external_url)) {}
 
-void AlertDispatcher::add(const std::vector<NotificationAlert>& alerts, std::int64_t now_ms) {
+void AlertDispatcher::add(const std::vector<NotificationAlert>& alerts, std::int64_t now_ms, bool flush_now) {
   if (!config_->route) return;
   for (const NotificationAlert& alert : alerts) {
     const std::uint64_t fp = labels_fingerprint(alert.labels);
@@ -71,6 +71,7 @@ void AlertDispatcher::add(const std::vector<NotificationAlert>& alerts, std::int
         // An alert older than group_wait (a restart, a late rule) needs no more waiting.
         group.next_flush_ms = alert.starts_at_ms + route->group_wait_ms < now_ms ? now_ms : now_ms + route->group_wait_ms;
       }
+      if (flush_now) group.next_flush_ms = now_ms;
       auto existing = group.alerts.find(fp);
       if (existing != group.alerts.end() && !existing->second.resolved_at(now_ms)) {
         // The same episode: keep when it started.

@@ -36,8 +36,10 @@ class AlertDispatcher {
   // `config` must have a route; it is kept alive by the dispatcher.
   AlertDispatcher(std::shared_ptr<const NotifyConfig> config, std::string external_url);
 
-  // Routes each alert into its groups. Sends nothing: tick() does, when a group's timer is due.
-  void add(const std::vector<NotificationAlert>& alerts, std::int64_t now_ms);
+  // Routes each alert into its groups. Sends nothing: tick() does, when a group's timer is due. With
+  // `flush_now` the groups the alerts join are due at now_ms, group_wait or group_interval or not (an
+  // alert that cannot wait: the node is being preempted).
+  void add(const std::vector<NotificationAlert>& alerts, std::int64_t now_ms, bool flush_now = false);
   // Flushes every group whose timer is due at now_ms and returns what must be sent.
   std::vector<IntegrationNotification> tick(std::int64_t now_ms);
   // The notification with this id was not delivered: the group's next flush sends it again instead of

@@ -64,6 +64,15 @@ std::expected<std::unique_ptr<Notifier>, std::string> Notifier::create(NotifyCon
 Notifier::~Notifier() { stop(std::chrono::milliseconds(0)); }
 
 void Notifier::submit(const std::vector<rules::Alert>& alerts, std::int64_t now_ms, std::string_view rule_expr) {
+  queue_alerts(alerts, now_ms, rule_expr, false);
+}
+
+void Notifier::submit_now(const std::vector<rules::Alert>& alerts, std::int64_t now_ms) {
+  queue_alerts(alerts, now_ms, {}, true);
+}
+
+void Notifier::queue_alerts(const std::vector<rules::Alert>& alerts, std::int64_t now_ms, std::string_view rule_expr,
+                            bool flush_now) {
   const std::string link = generator_url(options_.external_url, rule_expr);
   std::vector<NotificationAlert> outgoing;
   for (const rules::Alert& alert : alerts) {
@@ -90,7 +99,7 @@ void Notifier::submit(const std::vector<rules::Alert>& alerts, std::int64_t now_
   }
   if (dispatcher_) {
     std::lock_guard lock(mu_);
-    dispatcher_->add(outgoing, now_ms);
+    dispatcher_->add(outgoing, now_ms, flush_now);
   }
   actions_->submit(outgoing, now_ms);
   tick(now_ms);

@@ -53,6 +53,9 @@ class Notifier {
   // `rule_expr` makes their generatorURL. Only queues work: never waits on a receiver or a command.
   // Also flushes the groups that are due at now_ms.
   void submit(const std::vector<rules::Alert>& alerts, std::int64_t now_ms, std::string_view rule_expr = {});
+  // An alert that cannot wait for its group (the node is being preempted and may be gone in 30 s): as
+  // submit(), but the groups it joins are flushed to their receivers now, group_wait or not.
+  void submit_now(const std::vector<rules::Alert>& alerts, std::int64_t now_ms);
   // Flushes the alert groups whose group_wait / group_interval ended by now_ms. Call it at least at
   // next_tick_ms() (calling more often is fine).
   void tick(std::int64_t now_ms);
@@ -66,6 +69,8 @@ class Notifier {
  private:
   Notifier(std::shared_ptr<const NotifyConfig> config, log::Logger& log, NotifierOptions options);
   Delivery delivery_for(IntegrationNotification& n);
+  void queue_alerts(const std::vector<rules::Alert>& alerts, std::int64_t now_ms, std::string_view rule_expr,
+                    bool flush_now);
 
   std::shared_ptr<const NotifyConfig> config_;
   log::Logger& log_;

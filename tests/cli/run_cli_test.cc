@@ -47,7 +47,7 @@ TEST(RunCli, HelpDocumentsExitCodesAndGlobalFlags) {
 }
 
 TEST(RunCli, EveryVerbHasHelpWithAnExample) {
-  for (const char* verb : {"list", "info", "query", "dmon"}) {
+  for (const char* verb : {"list", "info", "query", "dmon", "check", "select"}) {
     auto r = run_gpuscope({verb, "--help"});
     EXPECT_EQ(r.code, 0) << verb;
     EXPECT_THAT(r.out, HasSubstr(std::string("Usage: gpuscope ") + verb)) << verb;
@@ -58,11 +58,11 @@ TEST(RunCli, EveryVerbHasHelpWithAnExample) {
 }
 
 TEST(RunCli, NoVerbIsAUsageError) {
-  expect_usage_error(run_gpuscope({}), "no command given (list, info, query, dmon, serve, eval, diagnose, cost, import, trace, rules, backtest; see 'gpuscope --help')");
+  expect_usage_error(run_gpuscope({}), "no command given (list, info, query, dmon, check, select, serve, eval, diagnose, cost, import, trace, rules, backtest; see 'gpuscope --help')");
 }
 
 TEST(RunCli, UnknownVerbIsAUsageError) {
-  expect_usage_error(run_gpuscope({"top"}), "unknown command 'top' (list, info, query, dmon, serve, eval, diagnose, cost, import, trace, rules, backtest; see 'gpuscope --help')");
+  expect_usage_error(run_gpuscope({"top"}), "unknown command 'top' (list, info, query, dmon, check, select, serve, eval, diagnose, cost, import, trace, rules, backtest; see 'gpuscope --help')");
 }
 
 TEST(RunCli, UnknownGlobalFlagIsAUsageError) {
@@ -164,15 +164,16 @@ TEST(RunCli, TheTopLevelHelpFitsATerminal) {
 
 TEST(RunCli, EveryHelpFitsATerminalAndSaysWhatTheVerbCanExitWith) {
   const std::vector<std::vector<std::string>> helps{
-      {"list"}, {"info"}, {"query"}, {"dmon"}, {"serve"}, {"eval"}, {"diagnose"}, {"import"}, {"trace"}, {"backtest"},
-      {"rules", "check"}, {"rules", "test"}};
+      {"list"},   {"info"},     {"query"},  {"dmon"},  {"check"}, {"select"},         {"serve"},
+      {"eval"},   {"diagnose"}, {"import"}, {"trace"}, {"backtest"}, {"rules", "check"}, {"rules", "test"}};
   for (auto args : helps) {
     const std::string verb = args.front();
     args.push_back("--help");
     auto r = run_gpuscope(args);
     ASSERT_EQ(r.code, 0) << verb;
     expect_help_fits_a_terminal(r.out, verb);
-    const bool nvml = verb == "list" || verb == "info" || verb == "query" || verb == "dmon" || verb == "serve";
+    const bool nvml = verb == "list" || verb == "info" || verb == "query" || verb == "dmon" || verb == "serve" ||
+                      verb == "check" || verb == "select";
     EXPECT_EQ(r.out.find("no NVML library found") != std::string::npos, nvml) << verb;
     EXPECT_EQ(r.out.find("--nvml-lib PATH") != std::string::npos, nvml) << verb;
     // A verb that needs a GPU shows one example that runs on any machine.

@@ -86,6 +86,12 @@ std::vector<ScenarioCase> cases() {
       // Serving at a third of its capacity reads as waiting on the host (for requests); GPU 0's bursts
       // leave one 30 s window empty at 17m (idle), which restarts its `for`. The L4s have no GPM.
       {"inference_bursty.yaml", {{"GpuHostBound", "1", 31}}},
+      // Faulty from its first reading: the ECC and remap alerts fire on errors that grow, and these were
+      // there before the agent (gpuscope check is what catches them); the narrow link, the idle GPU and
+      // the stalled process's GPU alert.
+      {"unhealthy_node.yaml",
+       {{"GpuPcieLinkWidthDegraded", "3", 5}, {"GpuPcieLinkGenDegraded", "3", 10}, {"GpuIdleMemoryHeld", "5", 10},
+        {"GpuIdle", "4", 30}}},
       // Healthy or not an alerting matter: nothing fires.
       {"driver_r535.yaml", {}},
       {"memory_bound.yaml", {}},

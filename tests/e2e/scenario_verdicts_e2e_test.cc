@@ -68,6 +68,11 @@ std::vector<VerdictCase> verdict_cases() {
        "10m",
        {{"3", 8, "compute_bound", "", {"imbalance_clock", "hardware_slowdown"}, {"thermal_slowdown"}},
         {"0", 8, "compute_bound", "", {}, {"imbalance_clock", "hardware_slowdown"}}}},
+      // The health gate's node (gpuscope check, select): GPU 1's double-bit ECC error is unhealthy from the
+      // start; the A100 (GPU 2, no GPM) reads unknown; the narrow link (GPU 3) costs nothing while it computes.
+      {"unhealthy_node.yaml", "10m",
+       {{"0", 5, "compute_bound"}, {"1", 5, "unhealthy"}, {"2", 5, "unknown"}, {"3", 5, "compute_bound"},
+        {"4", 5, "idle"}, {"5", 5, "idle"}}},
       {"mixed_a100.yaml", "10m", {{"0", 5, "compute_bound"}, {"4", 5, "unknown"}, {"6", 5, "unknown"}}},
       {"inference_bursty.yaml", "20m", {{"1", 15, "input_starved", "CPU side"}}},
       {"golden.yaml",

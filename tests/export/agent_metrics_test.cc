@@ -303,5 +303,38 @@ TEST(WriteAgentMetrics, CollectorResultsFlowIntoTheSuccessSeries) {
   EXPECT_EQ(p->value("gpuscope_collector_duration_seconds", {{"collector", "gpm"}}), 0);
 }
 
+TEST(WriteAgentMetrics, PreemptionSeriesOnlyWithTheWatcherAndTheirTimestampOnlyOnceNoticed) {
+  AgentStatus s = sample_status();
+  EXPECT_EQ(testing::render_agent_metrics(s, ExpositionFormat::kPrometheusText).find("gpuscope_preemption"),
+            std::string::npos);
+  PreemptionStatus watching;
+  watching.provider = "aws";
+  watching.polls_none_total = 120;
+  watching.polls_error_total = 3;
+  s.preemption = watching;
+  for (auto format : {ExpositionFormat::kPrometheusText, ExpositionFormat::kOpenMetrics}) {
+    const bool om = format == ExpositionFormat::kOpenMetrics;
+    const std::string text = testing::render_agent_metrics(s, format);
+    auto p = testing::parse_exposition(text, om);
+    ASSERT_TRUE(p.has_value()) << p.error() << "\n" << text;
+    EXPECT_EQ(p->value("gpuscope_preemption_polls_total", {{"provider", "aws"}, {"result", "none"}}), 120);
+    EXPECT_EQ(p->value("gpuscope_preemption_polls_total", {{"provider", "aws"}, {"result", "error"}}), 3);
+    EXPECT_EQ(p->value("gpuscope_preemption_polls_total", {{"provider", "aws"}, {"result", "notice"}}), 0);
+    EXPECT_EQ(p->value("gpuscope_preemption_notice", {{"provider", "aws"}}), 0);
+    EXPECT_EQ(text.find("gpuscope_preemption_notice_timestamp_seconds"), std::string::npos) << text;
+  }
+  s.preemption->noticed = true;
+  s.preemption->polls_notice_total = 2;
+  s.preemption->notice_timestamp_seconds = 1795767720;  // 2026-11-27T08:22:00Z
+  const std::string text = testing::render_agent_metrics(s, ExpositionFormat::kPrometheusText);
+  EXPECT_NE(text.find("# TYPE gpuscope_preemption_notice gauge\n"
+                      "gpuscope_preemption_notice{provider=\"aws\"} 1\n"
+                      "# HELP gpuscope_preemption_notice_timestamp_seconds "),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("gpuscope_preemption_notice_timestamp_seconds{provider=\"aws\"} 1795767720\n"), std::string::npos)
+      << text;
+}
+
 }  // namespace
 }  // namespace gpuscope::exporter

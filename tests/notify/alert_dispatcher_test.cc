@@ -51,6 +51,23 @@ std::vector<IntegrationNotification> of_kind(std::vector<IntegrationNotification
   return all;
 }
 
+TEST(AlertDispatcher, AnAlertAddedToFlushNowSkipsGroupWaitAndGroupInterval) {
+  AlertDispatcher d(config_of(kGrouping), "http://agent");
+  d.add({hot("0", 10 * kS)}, 10 * kS, true);
+  EXPECT_EQ(d.next_flush_ms(), 10 * kS);
+  auto first = d.tick(10 * kS);
+  ASSERT_EQ(first.size(), 2u);  // webhook and slack, without the 30 s group_wait
+  EXPECT_EQ(gpus_of(first[0].notification), (std::vector<std::string>{"0"}));
+  // Joining a group that notified a moment ago: sent now too, not after the group interval.
+  d.add({hot("0", 10 * kS), hot("1", 20 * kS)}, 20 * kS, true);
+  auto second = d.tick(20 * kS);
+  ASSERT_EQ(second.size(), 2u);
+  EXPECT_EQ(gpus_of(second[0].notification), (std::vector<std::string>{"0", "1"}));
+  // Ordinary adds keep their timers.
+  d.add({hot("2", 30 * kS)}, 30 * kS);
+  EXPECT_TRUE(d.tick(30 * kS).empty());
+}
+
 TEST(AlertDispatcher, GroupWaitThenGroupIntervalThenRepeatInterval) {
   AlertDispatcher d(config_of(kGrouping), "http://agent");
   d.add({hot("0", 0)}, 0);
