@@ -172,10 +172,15 @@ void EventSocket::run() {
   std::vector<char> controls(kBatch * kControlBytes);
   std::array<iovec, kBatch> iov{};
   std::array<mmsghdr, kBatch> messages{};
+  bool drained = true;  // the last read found the queue empty: wait for more
   while (!stop_.load()) {
-    pollfd p{fd_, POLLIN, 0};
-    const int ready = ::poll(&p, 1, kStopPollMs);
-    if (ready <= 0) continue;
+    // While datagrams keep coming, read again at once: the kernel queues only net.unix.max_dgram_qlen of
+    // them, so every wait in poll() is time in which senders may find the queue full.
+    if (drained) {
+      pollfd p{fd_, POLLIN, 0};
+      const int ready = ::poll(&p, 1, kStopPollMs);
+      if (ready <= 0) continue;
+    }
     for (std::size_t i = 0; i < kBatch; ++i) {
       iov[i] = {buffers.data() + i * kDatagramBytes, kDatagramBytes};
       messages[i] = {};
@@ -185,6 +190,7 @@ void EventSocket::run() {
       messages[i].msg_hdr.msg_controllen = kControlBytes;
     }
     const int n = ::recvmmsg(fd_, messages.data(), kBatch, MSG_DONTWAIT, nullptr);
+    drained = n < static_cast<int>(kBatch);
     if (n <= 0) continue;
     receive_calls_.fetch_add(1, std::memory_order_relaxed);
     datagrams_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
