@@ -113,14 +113,19 @@ std::expected<std::unique_ptr<EventSocket>, std::string> EventSocket::open(const
 
   const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return std::unexpected(fmt::format("events socket: {}", errno_text(errno)));
-  // 0660 from the start: no moment in which any local user could send.
-  const mode_t old_mask = ::umask(0117);
-  const int bound = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  const int bind_errno = errno;
-  ::umask(old_mask);
-  if (bound != 0) {
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    const int err = errno;
     ::close(fd);
-    return std::unexpected(fmt::format("events socket {}: {}", path, errno_text(bind_errno)));
+    return std::unexpected(fmt::format("events socket {}: {}", path, errno_text(err)));
+  }
+  // Sending takes write permission on the socket: bound under the process's umask (no group or other
+  // write, 022 or stricter), it opens to the group only now. (Not umask(): that is the whole process's,
+  // and other threads create files meanwhile.)
+  if (::chmod(path.c_str(), 0660) != 0) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(path.c_str());
+    return std::unexpected(fmt::format("events socket {}: {}", path, errno_text(err)));
   }
   if (options.group && ::chown(path.c_str(), static_cast<uid_t>(-1), *options.group) != 0) {
     const int err = errno;

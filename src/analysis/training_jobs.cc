@@ -39,14 +39,18 @@ std::expected<void, EventRejection> TrainingJobs::apply(const TrainingEvent& eve
   Job& job = job_it->second;
   auto rank_it = job.ranks.find(event.rank);
   if (rank_it == job.ranks.end()) {
-    if (job.ranks.size() >= limits_.max_ranks_per_job) {
+    if (job.ranks.size() >= limits_.max_ranks_per_job || ranks_ >= limits_.max_ranks) {
+      const bool job_full = job.ranks.size() >= limits_.max_ranks_per_job;
       if (job.ranks.empty()) jobs_.erase(job_it);
       return std::unexpected(EventRejection{
           EventRejectReason::kTooManyRanks,
-          fmt::format("job {:?} rank {}: the job has {} ranks already (the limit)", event.job, event.rank,
-                      limits_.max_ranks_per_job)});
+          job_full ? fmt::format("job {:?} rank {}: the job has {} ranks already (the limit)", event.job, event.rank,
+                                 limits_.max_ranks_per_job)
+                   : fmt::format("job {:?} rank {}: the agent follows {} ranks already (the limit)", event.job,
+                                 event.rank, limits_.max_ranks)});
     }
     rank_it = job.ranks.emplace(event.rank, Rank{}).first;
+    ++ranks_;
     rank_it->second.view.rank = event.rank;
   }
   Rank& rank = rank_it->second;
@@ -178,7 +182,9 @@ void TrainingJobs::set_epoch_verdict(const std::string& job, unsigned rank, std:
 std::size_t TrainingJobs::forget_silent(std::int64_t now_ms) {
   std::lock_guard lock(mu_);
   return std::erase_if(jobs_, [&](const auto& entry) {
-    return now_ms - entry.second.last_event_ms > limits_.forget_after.count();
+    const bool silent = now_ms - entry.second.last_event_ms > limits_.forget_after.count();
+    if (silent) ranks_ -= entry.second.ranks.size();
+    return silent;
   });
 }
 

@@ -23,8 +23,12 @@
 namespace gpuscope::analysis {
 
 struct TrainingLimits {
+  // What one node's agent follows: a node runs a rank or a few per GPU. Every rank exports ~60 series
+  // (steps, the histogram's buckets, allocator figures, up to 32 scalars), so the ranks of all jobs
+  // together are bounded too: 256 ranks are ~15k series in /metrics and the history at most.
   std::size_t max_jobs = 64;
-  std::size_t max_ranks_per_job = 1024;
+  std::size_t max_ranks_per_job = 256;
+  std::size_t max_ranks = 256;
   // Distinct user scalars a rank may export; later names are dropped (and counted).
   std::size_t max_scalars_per_rank = 32;
   // A job that sent nothing for this long is forgotten, its series gone: it ended or moved.
@@ -140,6 +144,7 @@ class TrainingJobs {
   mutable std::mutex mu_;
   std::map<std::string, Job, std::less<>> jobs_;
   std::vector<EpochSpan> finished_;
+  std::size_t ranks_ = 0;  // over all jobs
   std::uint64_t scalars_dropped_ = 0;
 };
 

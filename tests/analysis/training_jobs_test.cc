@@ -219,6 +219,25 @@ TEST(TrainingJobs, RankLimit) {
   EXPECT_EQ(view[0].ranks[1].steps_total, 2U);
 }
 
+TEST(TrainingJobs, RanksOfAllJobsAreBoundedAndForgettingFreesThem) {
+  TrainingLimits limits;
+  limits.max_ranks = 3;
+  TrainingJobs jobs(limits);
+  apply_ok(jobs, step("a", 0, 1, 1));
+  apply_ok(jobs, step("a", 1, 1, 1));
+  apply_ok(jobs, step("b", 0, 1, 1));
+  const auto r = jobs.apply(step("c", 0, 1, 1), kNow);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().reason, EventRejectReason::kTooManyRanks);
+  EXPECT_THAT(r.error().message, ::testing::HasSubstr("the agent follows 3 ranks already"));
+  EXPECT_EQ(jobs.view(kNow).size(), 2U) << "the refused job is not kept without ranks";
+  apply_ok(jobs, step("a", 1, 2, 1));  // a known rank still counts
+  // Job b falls silent and is forgotten: its rank's place is free again.
+  apply_ok(jobs, step("a", 0, 2, 1), kNow + limits.forget_after.count());
+  ASSERT_EQ(jobs.forget_silent(kNow + limits.forget_after.count() + 1), 1U);
+  apply_ok(jobs, step("c", 0, 1, 1), kNow + limits.forget_after.count() + 1);
+}
+
 TEST(TrainingJobs, EventTimeOutsideTheTrustedRangeIsTheReceiveTime) {
   TrainingJobs jobs;
   apply_ok(jobs, at(step("future", 0, 1, 1), kNow + 120'000));
