@@ -9,24 +9,10 @@
 #include "analysis/health_checks.h"
 #include "analysis/health_report_format.h"
 #include "analysis/kernel_xid_log.h"
+#include "http/api_envelope.h"
 
 namespace gpuscope::http {
 
-namespace {
-
-HttpResponse check_body(int status, const nlohmann::ordered_json& body) {
-  HttpResponse r;
-  r.status = status;
-  r.content_type = "application/json";
-  r.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  return r;
-}
-
-HttpResponse check_error(int status, std::string_view type, std::string_view message) {
-  return check_body(status, {{"status", "error"}, {"errorType", type}, {"error", message}});
-}
-
-}  // namespace
 
 CheckApi::CheckApi(std::vector<model::GpuInfo> gpus, model::SystemInfo system,
                    std::function<std::shared_ptr<const model::Snapshot>()> latest)
@@ -34,7 +20,7 @@ CheckApi::CheckApi(std::vector<model::GpuInfo> gpus, model::SystemInfo system,
 
 HttpResponse CheckApi::handle(const HttpRequest& request) const {
   if (request.method() != "GET" && request.method() != "HEAD") {
-    auto r = check_error(405, "bad_data", fmt::format("method {} not allowed on /api/v1/check (GET)", request.method()));
+    auto r = api_error(405, "bad_data", fmt::format("method {} not allowed on /api/v1/check (GET)", request.method()));
     r.headers.emplace_back("Allow", "GET, HEAD");
     return r;
   }
@@ -43,12 +29,12 @@ HttpResponse CheckApi::handle(const HttpRequest& request) const {
   for (const auto& [name, value] : request.query_arguments()) {
     if (name == "fail_on") {
       auto set = analysis::parse_health_checks(value);
-      if (!set) return check_error(400, "bad_data", fmt::format("invalid parameter \"fail_on\": {}", set.error()));
+      if (!set) return api_error(400, "bad_data", fmt::format("invalid parameter \"fail_on\": {}", set.error()));
       options.fail_on = *set;
     } else if (name == "cuda_runtime") {
       auto version = analysis::parse_cuda_version(value);
       if (!version) {
-        return check_error(400, "bad_data",
+        return api_error(400, "bad_data",
                            fmt::format("invalid parameter \"cuda_runtime\": {:?} is not a CUDA version (e.g. 12.4)", value));
       }
       options.cuda_runtime_version = version;
@@ -67,7 +53,7 @@ HttpResponse CheckApi::handle(const HttpRequest& request) const {
     const auto it = std::find_if(gpus_.begin(), gpus_.end(), [&](const model::GpuInfo& g) {
       return g.uuid == id || std::to_string(g.index) == id;
     });
-    if (it == gpus_.end()) return check_error(400, "bad_data", fmt::format("invalid parameter \"gpu\": no GPU {:?}", id));
+    if (it == gpus_.end()) return api_error(400, "bad_data", fmt::format("invalid parameter \"gpu\": no GPU {:?}", id));
     if (std::none_of(chosen.begin(), chosen.end(), [&](const auto& g) { return g.index == it->index; })) {
       chosen.push_back(*it);
     }
@@ -76,7 +62,7 @@ HttpResponse CheckApi::handle(const HttpRequest& request) const {
   std::sort(chosen.begin(), chosen.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
 
   const auto snapshot = latest_ ? latest_() : nullptr;
-  if (!snapshot) return check_error(503, "unavailable", "no GPU reading yet");
+  if (!snapshot) return api_error(503, "unavailable", "no GPU reading yet");
   // The agent watches XID and ECC events from its start: their counts are real (a one-shot check's are not).
   options.xid_events_watched = true;
   options.node_wide = ids.empty();
@@ -86,7 +72,7 @@ HttpResponse CheckApi::handle(const HttpRequest& request) const {
     options.kernel_log = analysis::read_kernel_xid_log(std::string(analysis::kKernelLogDevice));
   }
   const auto report = analysis::check_health(*snapshot, chosen, system_, options);
-  return check_body(200, {{"status", "success"}, {"data", analysis::health_report_json(report)}});
+  return api_json(200, {{"status", "success"}, {"data", analysis::health_report_json(report)}});
 }
 
 }  // namespace gpuscope::http

@@ -10,27 +10,15 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/diagnosis_report.h"
+#include "http/api_envelope.h"
 #include "http/query_api.h"
 #include "promql/lexer.h"
 
 namespace gpuscope::http {
 namespace {
 
-HttpResponse diagnosis_body(int status, const nlohmann::json& body) {
-  HttpResponse r;
-  r.status = status;
-  r.content_type = "application/json";
-  r.body = body.dump() + "\n";
-  return r;
-}
-
-// Prometheus's error envelope: 400 bad_data, 503 unavailable/timeout/canceled.
-HttpResponse diagnosis_error(int status, std::string_view type, std::string_view message) {
-  return diagnosis_body(status, {{"status", "error"}, {"errorType", type}, {"error", message}});
-}
-
 HttpResponse diagnosis_success(const analysis::Diagnosis& d) {
-  return diagnosis_body(200, {{"status", "success"}, {"data", analysis::diagnosis_json(d)}});
+  return api_json(200, {{"status", "success"}, {"data", analysis::diagnosis_json(d)}});
 }
 
 // A source that stops between two reads of the history once the request's deadline has passed or the
@@ -113,20 +101,20 @@ DiagnosisApi::DiagnosisApi(const store::Queryable* history, DiagnosisApiOptions 
 
 HttpResponse DiagnosisApi::handle(const HttpRequest& request) const {
   if (request.method() != "GET" && request.method() != "HEAD") {
-    auto r = diagnosis_error(405, "bad_data", fmt::format("method {} not allowed on /api/v1/diagnosis (GET)", request.method()));
+    auto r = api_error(405, "bad_data", fmt::format("method {} not allowed on /api/v1/diagnosis (GET)", request.method()));
     r.headers.emplace_back("Allow", "GET, HEAD");
     return r;
   }
   const auto args = request.query_arguments();
   auto filter = gpu_filter_of(args);
-  if (!filter) return diagnosis_error(400, "bad_data", filter.error());
+  if (!filter) return api_error(400, "bad_data", filter.error());
   std::optional<std::int64_t> at_ms, window_ms;
   for (const auto& [name, value] : args) {
     if (name == "time") {
       auto t = parse_api_time(value);
-      if (!t) return diagnosis_error(400, "bad_data", fmt::format("invalid parameter \"time\": {}", t.error()));
+      if (!t) return api_error(400, "bad_data", fmt::format("invalid parameter \"time\": {}", t.error()));
       if (*t < analysis::kEarliestDiagnosisMs || *t > analysis::kLatestDiagnosisMs) {
-        return diagnosis_error(400, "bad_data",
+        return api_error(400, "bad_data",
                                fmt::format("invalid parameter \"time\": {} is not between 1970 and 9999",
                                            promql::go_quote(value)));
       }
@@ -134,7 +122,7 @@ HttpResponse DiagnosisApi::handle(const HttpRequest& request) const {
     } else if (name == "window") {
       auto w = parse_api_duration(value);
       if (!w || *w < kMinDiagnosisWindow.count() || *w > kMaxDiagnosisWindow.count()) {
-        return diagnosis_error(400, "bad_data",
+        return api_error(400, "bad_data",
                                fmt::format("invalid parameter \"window\": {} is not a duration from 1s to 1h (e.g. 30s, 5m)",
                                            promql::go_quote(value)));
       }
@@ -145,15 +133,15 @@ HttpResponse DiagnosisApi::handle(const HttpRequest& request) const {
     return on_demand(at_ms.value_or(options_.clock->unix_ms()), window_ms.value_or(options_.window.count()), *filter);
   }
   const PublishedDiagnosis latest = latest_ ? latest_() : PublishedDiagnosis{nullptr, "the diagnosis is off"};
-  if (!latest.diagnosis) return diagnosis_error(503, "unavailable", latest.unavailable);
+  if (!latest.diagnosis) return api_error(503, "unavailable", latest.unavailable);
   auto shown = only_gpus(*latest.diagnosis, *filter);
-  if (!shown) return diagnosis_error(400, "bad_data", shown.error());
+  if (!shown) return api_error(400, "bad_data", shown.error());
   return diagnosis_success(*shown);
 }
 
 HttpResponse DiagnosisApi::on_demand(std::int64_t at_ms, std::int64_t window_ms, const analysis::GpuFilter& filter) const {
   if (history_ == nullptr) {
-    return diagnosis_error(503, "unavailable",
+    return api_error(503, "unavailable",
                            "no history to diagnose (the agent runs with --no-history, which keeps no readings)");
   }
   const model::Clock& clock = *options_.clock;
@@ -163,7 +151,7 @@ HttpResponse DiagnosisApi::on_demand(std::int64_t at_ms, std::int64_t window_ms,
     auto acquired = options_.limiter->acquire(clock, deadline);
     if (!acquired) {
       const bool canceled = acquired.error().kind == promql::QueryError::Kind::kCanceled;
-      return diagnosis_error(503, canceled ? "canceled" : "timeout", acquired.error().message);
+      return api_error(503, canceled ? "canceled" : "timeout", acquired.error().message);
     }
     slot.emplace(std::move(*acquired));
   }
@@ -171,11 +159,11 @@ HttpResponse DiagnosisApi::on_demand(std::int64_t at_ms, std::int64_t window_ms,
   // Every GPU, filtered by only_gpus below: it names the GPUs there are when one asked for is not.
   auto d = analysis::diagnose_from(source, at_ms, window_ms, options_.thresholds, {});
   if (!d) {
-    if (!source.ended().empty()) return diagnosis_error(503, source.ended(), d.error());
-    return diagnosis_error(500, "internal", d.error());
+    if (!source.ended().empty()) return api_error(503, source.ended(), d.error());
+    return api_error(500, "internal", d.error());
   }
   auto shown = only_gpus(std::move(*d), filter);
-  if (!shown) return diagnosis_error(400, "bad_data", shown.error());
+  if (!shown) return api_error(400, "bad_data", shown.error());
   return diagnosis_success(*shown);
 }
 

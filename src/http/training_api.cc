@@ -9,26 +9,15 @@
 
 #include "analysis/reading_source.h"
 #include "analysis/window_summary.h"
+#include "http/api_envelope.h"
 #include "http/query_api.h"
 
 namespace gpuscope::http {
 
 namespace {
 
-HttpResponse training_body(int status, const nlohmann::json& body) {
-  HttpResponse r;
-  r.status = status;
-  r.content_type = "application/json";
-  r.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  return r;
-}
-
-HttpResponse training_error(int status, std::string_view type, std::string_view message) {
-  return training_body(status, {{"status", "error"}, {"errorType", type}, {"error", message}});
-}
-
 HttpResponse method_not_allowed(std::string_view method, std::string_view path, std::string_view allowed) {
-  auto r = training_error(405, "bad_data", fmt::format("method {} not allowed on {} ({})", method, path, allowed));
+  auto r = api_error(405, "bad_data", fmt::format("method {} not allowed on {} ({})", method, path, allowed));
   r.headers.emplace_back("Allow", std::string(allowed));
   return r;
 }
@@ -52,7 +41,7 @@ HttpResponse TrainingApi::handle(const HttpRequest& request) const {
   }
   if (request.method() != "GET" && request.method() != "HEAD") return method_not_allowed(request.method(), path, "GET, HEAD");
   if (path == "/api/v1/training") {
-    return training_body(200, {{"status", "success"}, {"data", training_json_ ? training_json_() : nlohmann::json::object()}});
+    return api_json(200, {{"status", "success"}, {"data", training_json_ ? training_json_() : nlohmann::json::object()}});
   }
   return summary(request);
 }
@@ -62,16 +51,16 @@ HttpResponse TrainingApi::events(const HttpRequest& request) const {
   const auto result =
       intake_.take(request.body(), options_.clock->unix_ms(), analysis::EventTransport::kHttp, std::nullopt, parser);
   if (result.accepted == 0 && result.rejected == 0) {
-    return training_error(400, "bad_data", "no events: the body holds no JSON lines (one event per line)");
+    return api_error(400, "bad_data", "no events: the body holds no JSON lines (one event per line)");
   }
   nlohmann::json data{{"accepted", result.accepted}, {"rejected", result.rejected}, {"errors", result.errors}};
   if (result.accepted == 0) {
-    return training_body(400, {{"status", "error"},
+    return api_json(400, {{"status", "error"},
                                {"errorType", "bad_data"},
                                {"error", fmt::format("no event accepted: {}", result.errors.front())},
                                {"data", data}});
   }
-  return training_body(202, {{"status", "success"}, {"data", data}});
+  return api_json(202, {{"status", "success"}, {"data", data}});
 }
 
 HttpResponse TrainingApi::summary(const HttpRequest& request) const {
@@ -81,13 +70,13 @@ HttpResponse TrainingApi::summary(const HttpRequest& request) const {
   for (const auto& [name, value] : request.query_arguments()) {
     if (name == "start" || name == "end") {
       auto t = parse_api_time(value);
-      if (!t) return training_error(400, "bad_data", fmt::format("invalid parameter {:?}: {}", name, t.error()));
+      if (!t) return api_error(400, "bad_data", fmt::format("invalid parameter {:?}: {}", name, t.error()));
       (name == "start" ? start_ms : end_ms) = *t;
     } else if (name == "pid") {
       int p = 0;
       const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), p);
       if (ec != std::errc() || end != value.data() + value.size() || p <= 0) {
-        return training_error(400, "bad_data", fmt::format("invalid parameter \"pid\": {:?} is not a process id", value));
+        return api_error(400, "bad_data", fmt::format("invalid parameter \"pid\": {:?} is not a process id", value));
       }
       pid = p;
     } else if (name == "gpu") {
@@ -101,14 +90,14 @@ HttpResponse TrainingApi::summary(const HttpRequest& request) const {
     }
   }
   if (!start_ms || !end_ms) {
-    return training_error(400, "bad_data", "missing parameter: start and end are required (Unix seconds or RFC 3339)");
+    return api_error(400, "bad_data", "missing parameter: start and end are required (Unix seconds or RFC 3339)");
   }
-  if (*end_ms <= *start_ms) return training_error(400, "bad_data", "invalid parameters: end is not after start");
+  if (*end_ms <= *start_ms) return api_error(400, "bad_data", "invalid parameters: end is not after start");
   if (*end_ms - *start_ms > kMaxSummarySpan.count()) {
-    return training_error(400, "bad_data", "invalid parameters: the span is longer than 24h");
+    return api_error(400, "bad_data", "invalid parameters: the span is longer than 24h");
   }
   if (history_ == nullptr) {
-    return training_error(503, "unavailable",
+    return api_error(503, "unavailable",
                           "no history to summarize (the agent runs with --no-history, which keeps no readings)");
   }
   // A pid that holds memory on no GPU has no GPU to summarize (a CPU-only process): none, not all.
@@ -124,12 +113,12 @@ HttpResponse TrainingApi::summary(const HttpRequest& request) const {
   std::optional<promql::QueryLimiter::Slot> slot;
   if (options_.limiter != nullptr) {
     auto acquired = options_.limiter->acquire(clock, clock.steady() + options_.timeout);
-    if (!acquired) return training_error(503, "timeout", acquired.error().message);
+    if (!acquired) return api_error(503, "timeout", acquired.error().message);
     slot.emplace(std::move(*acquired));
   }
   analysis::StoreSource source(*history_);
   auto histories = analysis::read_histories(source, *start_ms, *end_ms);
-  if (!histories) return training_error(500, "internal", histories.error());
+  if (!histories) return api_error(500, "internal", histories.error());
   const auto summaries = analysis::summarize_span(*histories, *start_ms, *end_ms, options_.thresholds);
 
   analysis::GpuFilter filter{ids};
@@ -146,7 +135,7 @@ HttpResponse TrainingApi::summary(const HttpRequest& request) const {
     }
     gpus.push_back(std::move(g));
   }
-  return training_body(200, {{"status", "success"},
+  return api_json(200, {{"status", "success"},
                              {"data",
                               {{"start", static_cast<double>(*start_ms) / 1000.0},
                                {"end", static_cast<double>(*end_ms) / 1000.0},

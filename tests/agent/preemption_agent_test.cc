@@ -12,6 +12,7 @@
 
 #include "agent/agent.h"
 #include "agent/preemption_test_support.h"
+#include "agent/simulated_agent.h"
 #include "e2e/http_client.h"
 
 namespace gpuscope::agent {
@@ -52,21 +53,12 @@ TEST(PreemptionAgent, AGceNoticeSignalsThePidfilesProcessOnceAndShowsInMetrics) 
   config.preemption_metadata_url = server.base_url();
   config.preemption_pidfile = (dir / "train.pid").string();
 
-  setenv("GPUSCOPE_SIM_TIME", "0", 1);
-  nvml::BackendOptions o;
-  o.simulate = true;
-  o.library_path = GPUSCOPE_SIM_LIB;
-  auto backend = nvml::NvmlBackend::open(o);
-  unsetenv("GPUSCOPE_SIM_TIME");
-  ASSERT_TRUE(backend);
-  auto agent = Agent::load(config, log);
+  auto agent = agent_testing::start_simulated_agent(config, log);
   ASSERT_TRUE(agent);
-  auto started = (*agent)->start(std::move(*backend), [] { return false; });
-  ASSERT_TRUE(started && *started == Agent::Started::kServing);
 
   // The first poll, at start, finds the notice.
   EXPECT_EQ(job.ended_by(10s), SIGTERM) << log_text.str();
-  const int port = (*agent)->port();
+  const int port = agent->port();
   std::string metrics;
   for (int i = 0; i < 2000 && metrics.find("gpuscope_preemption_notice{") == std::string::npos; ++i) {
     metrics = e2e::http_get(port, "/metrics").body;
@@ -77,7 +69,7 @@ TEST(PreemptionAgent, AGceNoticeSignalsThePidfilesProcessOnceAndShowsInMetrics) 
   EXPECT_THAT(log_text.str(), HasSubstr("preemption notice"));
   // Every request carried GCE's header.
   for (const auto& r : server.requests()) EXPECT_EQ(r.flavor, "Google");
-  EXPECT_TRUE((*agent)->stop());
+  EXPECT_TRUE(agent->stop());
   fs::remove_all(dir);
 }
 

@@ -21,6 +21,7 @@
 
 #include "agent/agent.h"
 #include "agent/event_socket.h"
+#include "agent/simulated_agent.h"
 #include "e2e/http_client.h"
 
 namespace gpuscope::agent {
@@ -54,22 +55,7 @@ class TrainingAgentTest : public ::testing::Test {
   }
 
   std::unique_ptr<Agent> start_agent(const std::string& scenario = "straggler.yaml") {
-    setenv("GPUSCOPE_SIM_SCENARIO", (std::string(GPUSCOPE_SOURCE_DIR) + "/scenarios/" + scenario).c_str(), 1);
-    setenv("GPUSCOPE_SIM_TIME", "0", 1);
-    nvml::BackendOptions o;
-    o.simulate = true;
-    o.library_path = GPUSCOPE_SIM_LIB;
-    auto backend = nvml::NvmlBackend::open(o);
-    unsetenv("GPUSCOPE_SIM_TIME");
-    EXPECT_TRUE(backend.has_value());
-    if (!backend) return nullptr;
-    auto agent = Agent::load(config_, log_);
-    EXPECT_TRUE(agent);
-    if (!agent) return nullptr;
-    auto started = (*agent)->start(std::move(*backend), [] { return false; });
-    EXPECT_TRUE(started && *started == Agent::Started::kServing) << (started ? "" : started.error().lines.at(0));
-    if (!started) return nullptr;
-    return std::move(*agent);
+    return agent_testing::start_simulated_agent(config_, log_, scenario);
   }
 
   // Sends one datagram to the agent's socket, as a client does.

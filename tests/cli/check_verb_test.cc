@@ -21,18 +21,6 @@ using testing::run_gpuscope;
 const std::string kUnhealthyNode = std::string(GPUSCOPE_SOURCE_DIR) + "/scenarios/unhealthy_node.yaml";
 const std::string kThermalRunaway = std::string(GPUSCOPE_SOURCE_DIR) + "/scenarios/thermal_runaway.yaml";
 
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    auto nl = text.find('\n', start);
-    if (nl == std::string::npos) nl = text.size();
-    lines.push_back(text.substr(start, nl - start));
-    start = nl + 1;
-  }
-  return lines;
-}
-
 class CheckVerb : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -43,9 +31,7 @@ class CheckVerb : public ::testing::Test {
 
   // gpuscope against the simulator, with `scenario` (empty: the built-in 8x H100 node).
   static testing::CliResult sim(const std::string& scenario, std::vector<std::string> args) {
-    args.insert(args.begin(), {scenario.empty() ? std::string("--simulate") : "--simulate=" + scenario,
-                               "--nvml-lib", GPUSCOPE_SIM_LIB});
-    return run_gpuscope(std::move(args));
+    return testing::run_simulated(scenario, std::move(args));
   }
 
   // GPU `index`'s UUID and its PCI address as the kernel log writes it ("0000:19:00").
@@ -83,7 +69,7 @@ TEST_F(CheckVerb, AnUnhealthyNodeFailsWithOneLinePerProblemNamingTheGpu) {
   auto r = sim(kUnhealthyNode, {"check"});
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_EQ(r.err, "");
-  const auto lines = split_lines(r.out);
+  const auto lines = testing::output_lines(r.out);
   ASSERT_EQ(lines.size(), 4u) << r.out;
   const auto gpu1 = identity(kUnhealthyNode, 1);
   const auto gpu2 = identity(kUnhealthyNode, 2);
@@ -134,7 +120,7 @@ TEST_F(CheckVerb, CriticalXidsInTheKernelLogFailTheirGpuAndApplicationXidsDoNot)
                                                                                    "name=<unknown>, GPU has fallen off the bus.\n");
   auto r = sim(kUnhealthyNode, {"check", "--fail-on", "xid", "--kernel-log", lost});
   EXPECT_EQ(r.code, 1);
-  const auto lines = split_lines(r.out);
+  const auto lines = testing::output_lines(r.out);
   EXPECT_THAT(lines, ::testing::Contains("FAIL xid: GPU 0 (" + uuid0 + "): XID 79 (GPU has fallen off the bus) in the "
                                          "kernel log"));
   EXPECT_THAT(r.out, HasSubstr("unhealthy: 1 problem on 1 of 6 GPUs"));
@@ -170,7 +156,7 @@ TEST_F(CheckVerb, AnOverheatingGpuFailsTheThermalCheck) {
   setenv("GPUSCOPE_SIM_TIME", "1500", 1);
   auto r = sim(kThermalRunaway, {"check", "--fail-on", "thermal"});
   EXPECT_EQ(r.code, 1) << r.out;
-  const auto lines = split_lines(r.out);
+  const auto lines = testing::output_lines(r.out);
   ASSERT_EQ(lines.size(), 2u) << r.out;
   EXPECT_THAT(lines[0], StartsWith("FAIL thermal: GPU 1 ("));
   EXPECT_THAT(lines[0], HasSubstr("thermal_slowdown"));
@@ -202,7 +188,7 @@ TEST_F(CheckVerb, TheJsonIsNumericWithStableIdsAndUnitsInKeys) {
   setenv("GPUSCOPE_SIM_TIME", "60", 1);
   auto r = sim(kUnhealthyNode, {"check", "--format", "json"});
   EXPECT_EQ(r.code, 1);
-  EXPECT_EQ(split_lines(r.out).size(), 1u);
+  EXPECT_EQ(testing::output_lines(r.out).size(), 1u);
   const auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["healthy"], false);
   EXPECT_EQ(doc["problem_count"], 3);
@@ -248,7 +234,7 @@ TEST_F(CheckVerb, BadFlagsAreOneLineUsageErrors) {
   EXPECT_EQ(unknown.code, 2);
   EXPECT_THAT(unknown.err, StartsWith("gpuscope: "));
   EXPECT_THAT(unknown.err, HasSubstr("--bogus"));
-  EXPECT_EQ(split_lines(unknown.err).size(), 1u);
+  EXPECT_EQ(testing::output_lines(unknown.err).size(), 1u);
 }
 
 TEST_F(CheckVerb, NoNvmlLibraryIsExitThree) {
@@ -265,7 +251,7 @@ TEST_F(CheckVerb, ListCountPrintsOnlyTheNumberOfGpus) {
   EXPECT_EQ(sim("", {"list", "--count", "-i", "0,3"}).out, "2\n");
   EXPECT_EQ(sim("", {"list", "--count", "--format", "json"}).out, "{\"gpu_count\":8}\n");
   auto listed = sim("", {"list", "-i", "1"});
-  EXPECT_EQ(split_lines(listed.out).size(), 1u);
+  EXPECT_EQ(testing::output_lines(listed.out).size(), 1u);
   EXPECT_THAT(listed.out, StartsWith("GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-"));
 }
 

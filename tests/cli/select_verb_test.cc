@@ -22,18 +22,6 @@ using testing::run_gpuscope;
 
 const std::string kUnhealthyNode = std::string(GPUSCOPE_SOURCE_DIR) + "/scenarios/unhealthy_node.yaml";
 
-std::vector<std::string> lines_in(const std::string& text) {
-  std::vector<std::string> lines;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    auto nl = text.find('\n', start);
-    if (nl == std::string::npos) nl = text.size();
-    lines.push_back(text.substr(start, nl - start));
-    start = nl + 1;
-  }
-  return lines;
-}
-
 class SelectVerb : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -48,8 +36,7 @@ class SelectVerb : public ::testing::Test {
   void TearDown() override { unsetenv("GPUSCOPE_SIM_TIME"); }
 
   static testing::CliResult node(std::vector<std::string> args) {
-    args.insert(args.begin(), {"--simulate=" + kUnhealthyNode, "--nvml-lib", GPUSCOPE_SIM_LIB});
-    return run_gpuscope(std::move(args));
+    return testing::run_simulated(kUnhealthyNode, std::move(args));
   }
 
   std::vector<std::string> uuids_;
@@ -71,7 +58,7 @@ TEST_F(SelectVerb, TooFewQualifyingGpusIsExitOneWithALineForEachGpuLeftOut) {
   auto r = node({"select", "--count", "5"});
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(r.out, "");  // nothing for a script to export
-  const auto lines = lines_in(r.err);
+  const auto lines = testing::output_lines(r.err);
   ASSERT_EQ(lines.size(), 3u) << r.err;
   EXPECT_EQ(lines[0], "gpuscope: 4 of the 5 GPUs asked for qualify");
   EXPECT_EQ(lines[1], "gpuscope: GPU 1 (" + uuids_[1] + ") left out: ecc: 1 uncorrectable (double-bit) ECC error "

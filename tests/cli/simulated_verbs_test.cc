@@ -16,18 +16,6 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 using testing::run_gpuscope;
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    auto nl = text.find('\n', start);
-    if (nl == std::string::npos) nl = text.size();
-    lines.push_back(text.substr(start, nl - start));
-    start = nl + 1;
-  }
-  return lines;
-}
-
 class SimulatedVerbs : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -38,15 +26,14 @@ class SimulatedVerbs : public ::testing::Test {
   void TearDown() override { unsetenv("GPUSCOPE_SIM_TIME"); }
 
   static testing::CliResult sim(std::vector<std::string> args, const std::atomic<bool>* stop = nullptr) {
-    args.insert(args.begin(), {"--simulate", "--nvml-lib", GPUSCOPE_SIM_LIB});
-    return run_gpuscope(std::move(args), stop);
+    return testing::run_simulated("", std::move(args), stop);
   }
 };
 
 TEST_F(SimulatedVerbs, ListHasOneLinePerGpu) {
   auto r = sim({"list"});
   ASSERT_EQ(r.code, 0) << r.err;
-  auto lines = lines_of(r.out);
+  auto lines = testing::output_lines(r.out);
   ASSERT_EQ(lines.size(), 8u);
   for (std::size_t i = 0; i < lines.size(); ++i) {
     EXPECT_THAT(lines[i], StartsWith("GPU " + std::to_string(i) + ": NVIDIA H100 80GB HBM3 (UUID: GPU-"));
@@ -59,7 +46,7 @@ TEST_F(SimulatedVerbs, GpuLostAtDiscoveryIsListedAsLostNotUnknown) {
   const std::string scenario = std::string("--simulate=") + GPUSCOPE_SOURCE_DIR + "/scenarios/gpu_lost.yaml";
   auto list = run_gpuscope({scenario, "--nvml-lib", GPUSCOPE_SIM_LIB, "list"});
   ASSERT_EQ(list.code, 0) << list.err;
-  auto lines = lines_of(list.out);
+  auto lines = testing::output_lines(list.out);
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_THAT(lines[0], StartsWith("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-"));
   EXPECT_EQ(lines[1], "GPU 1: [GPU is lost] (UUID: [GPU is lost])");
@@ -83,7 +70,7 @@ TEST_F(SimulatedVerbs, InfoJsonNamesTheSimulatorLibrary) {
 TEST_F(SimulatedVerbs, QueryCsvHeaderOnceAndOneLinePerSelectedGpu) {
   auto r = sim({"query", "--query-gpu=index,timestamp,utilization.gpu,memory.used", "-i", "0,1"});
   ASSERT_EQ(r.code, 0) << r.err;
-  auto lines = lines_of(r.out);
+  auto lines = testing::output_lines(r.out);
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0], "index, timestamp, utilization.gpu [%], memory.used [MiB]");
   EXPECT_THAT(lines[1], StartsWith("0, 2026/01/01 00:10:00.000, "));
@@ -110,7 +97,7 @@ TEST_F(SimulatedVerbs, UnknownGpuIdIsAUsageError) {
 TEST_F(SimulatedVerbs, DmonPrintsCountSetsAndViolationsFromTheSecondOn) {
   auto r = sim({"dmon", "-s", "pv", "-c", "2", "-i", "0"});
   ASSERT_EQ(r.code, 0) << r.err;
-  auto lines = lines_of(r.out);
+  auto lines = testing::output_lines(r.out);
   ASSERT_EQ(lines.size(), 4u);
   EXPECT_EQ(lines[0], "# gpu   pwr gtemp mtemp pviol tviol");
   EXPECT_EQ(lines[1], "# Idx     W     C     C     %  bool");
@@ -127,7 +114,7 @@ TEST_F(SimulatedVerbs, LoopRunsUntilStoppedAndExitsZero) {
   auto r = sim({"query", "--query-gpu=index,power.draw", "-i", "0", "-lms", "100"}, &stop);
   stopper.join();
   EXPECT_EQ(r.code, 0) << r.err;
-  auto lines = lines_of(r.out);
+  auto lines = testing::output_lines(r.out);
   ASSERT_GE(lines.size(), 3u);  // the header once, then at least two readings
   EXPECT_EQ(lines[0], "index, power.draw [W]");
   for (std::size_t i = 1; i < lines.size(); ++i) EXPECT_THAT(lines[i], StartsWith("0, "));
