@@ -1,27 +1,43 @@
 // gpuscope_events.h: a C++ training loop tells the gpuscope agent on its node about its steps and
-// epochs (the wire protocol is clients/README.md: one JSON object per Unix datagram, fire-and-forget).
+// epochs (the wire protocol is clients/README.md: JSON lines in Unix datagrams, fire-and-forget).
 //
 // One self-contained header: C++17, POSIX sockets and the standard library, nothing to link. Linux.
 //
 // The promise: monitoring never slows or breaks training. Every call
-//   - never blocks: the socket is non-blocking and each send is one sendto(MSG_DONTWAIT), nothing waits
-//     on the agent, no lock is taken;
+//   - never blocks: the socket is non-blocking and each event is one sendmsg(MSG_DONTWAIT) of one
+//     datagram, nothing waits on the agent, nothing retries in a loop, no thread is started; the one
+//     lock (over the deferred events, below) is only ever try_lock()ed, never waited for;
 //   - never throws and never aborts (all of it is noexcept; a failure is a counter, not an error);
 //   - allocates nothing: an event is formatted into a stack buffer with std::to_chars (no locale, no
-//     iostreams);
-//   - drops the event, and counts it in stats(), when no agent listens (ENOENT, ECONNREFUSED), when the
-//     agent's queue is full (EAGAIN) or when the event would be over the protocol's 4096 bytes. Without
-//     an agent a call costs no system call at all: the client tries to reach the agent again at most once
-//     per reconnect_interval (1 s), so the agent may start after the job and is found within a second.
+//     iostreams), and deferred events wait in a fixed buffer inside the Client;
+//   - defers the event when the agent's queue is full (EAGAIN: the kernel queues at most
+//     net.unix.max_dgram_qlen datagrams, 10 by default, whatever the buffer size, so ranks that step
+//     together overflow it): it waits in the Client, up to kMaxPendingBytes of whole events, and goes out
+//     with the next event, as one datagram of JSON lines (the deferred ones first, oldest first), or at
+//     flush(). When the pending events would outgrow that bound, the oldest are dropped (an event of
+//     kMaxPendingBytes or more cannot wait: it is dropped at once);
+//   - drops the event, and counts it in stats(), when no agent listens (ENOENT, ECONNREFUSED; the pending
+//     events with it), when it is lost to a full queue (above) or when the event would be over the
+//     protocol's 4096 bytes. Without an agent a call costs no system call at all: the client tries to
+//     reach the agent again at most once per reconnect_interval (1 s), so the agent may start after the
+//     job and is found within a second.
 //
 // Threads: one Client may be used from any number of threads at once. Each call formats on its own stack
 // and hands the kernel one datagram (the kernel keeps datagrams whole); the shared state is a file
-// descriptor and atomic counters, and only one thread at a time wins the right to reconnect.
+// descriptor, atomic counters and the pending events, and only one thread at a time wins the right to
+// reconnect. The pending events belong to whichever thread takes their mutex with try_lock(); a thread
+// that finds it taken sends its own event alone, and drops it (buffer_full) if the queue is full. Used
+// from one thread, a Client delivers events in the order they were sent; while threads contend for the
+// pending events, an event sent alone may overtake deferred ones.
 //
 // fork(): the child inherits the connected socket and may keep using the Client (for example a data
 // loader worker); the agent learns the sending pid from the kernel, so the child's events are the
-// child's. Nothing can be left locked across fork() because nothing is ever locked. Each process counts
-// its own stats() from the moment of the fork. exec() closes the socket (SOCK_CLOEXEC).
+// child's. The pending events belong to the process that deferred them: a child starts with none (its
+// parent still sends its own) and with a fresh mutex, so a lock held by one of the parent's threads at
+// the fork is never inherited. Each process counts its own stats() from the moment of the fork (starting
+// from the parent's counts). exec() closes the socket (SOCK_CLOEXEC).
+//
+// At the end of training, flush() sends what is still pending (the destructor tries that once too).
 //
 //   gpuscope::events::Client gpuscope("llama-ft");            // rank etc. from torchrun's RANK, WORLD_SIZE, LOCAL_RANK
 //   for (std::uint64_t step = 0; step < steps; ++step) {
@@ -33,6 +49,7 @@
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -47,6 +64,8 @@
 #include <cstring>
 #include <initializer_list>
 #include <limits>
+#include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -57,6 +76,10 @@ namespace gpuscope::events {
 
 // The protocol's limit on one event, in bytes (clients/README.md).
 inline constexpr std::size_t kMaxEventBytes = 4096;
+// How many bytes of deferred events (whole JSON lines, each with its newline) a Client keeps while the
+// agent's queue is full. They go out with the next event, so a datagram holds at most
+// kMaxPendingBytes + kMaxEventBytes = 8 KiB (the agent reads up to 16 KiB).
+inline constexpr std::size_t kMaxPendingBytes = 4096;
 
 // Where an agent listens, in the order a client looks, after $GPUSCOPE_EVENTS_SOCKET. (The agent's own
 // $RUNTIME_DIRECTORY under systemd is /run/gpuscope, the first of these.)
@@ -100,9 +123,11 @@ struct ClientOptions {
 
 // What became of the events so far (this process's, since construction or fork).
 struct ClientStats {
-  std::uint64_t sent = 0;          // handed to the kernel for the agent
+  std::uint64_t sent = 0;          // handed to the kernel for the agent (deferred ones included)
+  std::uint64_t deferred = 0;      // of sent: refused once by a full queue, sent later with another event
+  std::uint64_t pending = 0;       // deferred now, not sent yet (neither sent nor dropped)
   std::uint64_t unreachable = 0;   // dropped: no agent listens at any socket path (or it went away)
-  std::uint64_t buffer_full = 0;   // dropped: the agent's receive queue was full
+  std::uint64_t buffer_full = 0;   // dropped: the agent's queue was full and the pending buffer could not hold it
   std::uint64_t too_large = 0;     // dropped: over kMaxEventBytes
   std::uint64_t not_finite = 0;    // dropped: a step whose duration was NaN or infinite (JSON has no word for it)
   std::uint64_t connect_attempts = 0;  // times the client tried to reach the agent (rate limited)
@@ -369,6 +394,7 @@ class Client {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
   ~Client() {
+    flush();  // one non-blocking try: what the agent's queue still refuses is lost
     const int fd = fd_.load(std::memory_order_relaxed);
     if (fd >= 0) ::close(fd);
   }
@@ -415,9 +441,39 @@ class Client {
     transmit(out);
   }
 
+  // Sends the deferred events now, in one datagram, without the next event. Never waits: when the
+  // agent's queue is still full (or another thread holds the pending events) they stay pending. Returns
+  // whether none is left pending (sent, or dropped because the agent is gone). Call it at the end of
+  // training; the destructor tries once too.
+  bool flush() noexcept {
+    if (pending_events_.load(std::memory_order_acquire) == 0) return true;
+    std::unique_lock<std::mutex> lock = lock_pending();
+    if (!lock.owns_lock()) return false;
+    if (pending_size_ == 0) return true;
+    // Without its last newline: every datagram ends with an event.
+    if (send_datagram(pending_, pending_size_ - 1, nullptr, 0) >= 0) {
+      pending_sent();
+      return true;
+    }
+    const int error = errno;
+    if (error == EAGAIN || error == EWOULDBLOCK || error == ENOBUFS) return false;
+    if (error == EMSGSIZE) {
+      drop_pending(stats_.too_large);
+      return true;
+    }
+    connected_.store(false, std::memory_order_release);
+    drop_pending(stats_.unreachable);
+    return true;
+  }
+
   ClientStats stats() const noexcept {
     ClientStats s;
     s.sent = stats_.sent.load(std::memory_order_relaxed);
+    s.deferred = stats_.deferred.load(std::memory_order_relaxed);
+    // A forked child's pending events are its parent's until it first touches them.
+    s.pending = pending_owner_.load(std::memory_order_acquire) == ::getpid()
+                    ? pending_events_.load(std::memory_order_relaxed)
+                    : 0;
     s.unreachable = stats_.unreachable.load(std::memory_order_relaxed);
     s.buffer_full = stats_.buffer_full.load(std::memory_order_relaxed);
     s.too_large = stats_.too_large.load(std::memory_order_relaxed);
@@ -460,8 +516,8 @@ class Client {
   }
 
   struct AtomicStats {
-    std::atomic<std::uint64_t> sent{0}, unreachable{0}, buffer_full{0}, too_large{0}, not_finite{0},
-        connect_attempts{0};
+    std::atomic<std::uint64_t> sent{0}, deferred{0}, unreachable{0}, buffer_full{0}, too_large{0},
+        not_finite{0}, connect_attempts{0};
   };
   static constexpr std::size_t kMaxSocketPaths = 3;
 
@@ -614,42 +670,129 @@ class Client {
       stats_.too_large.fetch_add(1, std::memory_order_relaxed);
       return;
     }
+    const char* const event = out.data();
+    const std::size_t size = out.size();
+    // Held while this call owns the pending events: from the start when there are some (they go first,
+    // in the same datagram), or from a refusal on (this event joins them).
+    std::unique_lock<std::mutex> lock;
+    if (pending_events_.load(std::memory_order_acquire) != 0) lock = lock_pending();
     // A second try only after the agent went away and a reconnect (within the rate limit) found it again,
     // e.g. restarted: the event is not lost to the restart.
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      const ssize_t n = send_once(out.data(), out.size());
-      if (n >= 0) {
+    int attempt = 0;
+    while (attempt < 2) {
+      const std::size_t carried = lock.owns_lock() ? pending_size_ : 0;
+      if (send_datagram(pending_, carried, event, size) >= 0) {
+        if (carried != 0) pending_sent();
         stats_.sent.fetch_add(1, std::memory_order_relaxed);
         return;
       }
       const int error = errno;
       if (error == EAGAIN || error == EWOULDBLOCK || error == ENOBUFS) {
-        stats_.buffer_full.fetch_add(1, std::memory_order_relaxed);
+        // The agent's queue is full: keep the event for the next one, unless another thread holds the
+        // pending events (then it is lost rather than waited for).
+        if (!lock.owns_lock()) lock = lock_pending();
+        if (lock.owns_lock()) {
+          defer(event, size);
+        } else {
+          stats_.buffer_full.fetch_add(1, std::memory_order_relaxed);
+        }
         return;
       }
       if (error == EMSGSIZE) {
+        if (carried != 0) {  // a socket whose send buffer is below 8 KiB: the event alone may still go
+          drop_pending(stats_.too_large);
+          continue;
+        }
         stats_.too_large.fetch_add(1, std::memory_order_relaxed);
         return;
       }
       // ECONNREFUSED, ENOTCONN, ECONNRESET, EPIPE, ...: the agent is gone (it stopped, or restarted and
-      // bound a new socket at the same path).
+      // bound a new socket at the same path), and the events it refused went with it.
       connected_.store(false, std::memory_order_release);
-      if (attempt == 0 && reconnect_if_due()) continue;
+      if (carried != 0) drop_pending(stats_.unreachable);
+      if (attempt++ == 0 && reconnect_if_due()) continue;
       break;
     }
     stats_.unreachable.fetch_add(1, std::memory_order_relaxed);
   }
 
-  ssize_t send_once(const char* data, std::size_t size) noexcept {
+  // The pending events, for this thread, or an empty lock when another thread holds them. Never waits.
+  std::unique_lock<std::mutex> lock_pending() noexcept {
+    const pid_t self = ::getpid();
+    pid_t owner = pending_owner_.load(std::memory_order_acquire);
+    if (owner != self) {
+      // The first call in a forked child: the events pending in the copy are the parent's (it sends them
+      // itself), and the mutex may have been copied locked by a parent's thread that does not exist here.
+      // One thread of the child resets both (-self marks it busy); the others send alone meanwhile.
+      if (owner == -self ||
+          !pending_owner_.compare_exchange_strong(owner, -self, std::memory_order_acq_rel, std::memory_order_acquire)) {
+        return {};
+      }
+      ::new (static_cast<void*>(&pending_mutex_)) std::mutex();  // the old one is never unlocked: no destructor
+      pending_size_ = 0;
+      pending_events_.store(0, std::memory_order_relaxed);
+      pending_owner_.store(self, std::memory_order_release);
+    }
+    return std::unique_lock<std::mutex>(pending_mutex_, std::try_to_lock);
+  }
+
+  // The pending events' mutex held: keeps the event as one more line, dropping the oldest ones it would
+  // not fit beside.
+  void defer(const char* event, std::size_t size) noexcept {
+    if (size + 1 > kMaxPendingBytes) {
+      stats_.buffer_full.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    std::uint64_t count = pending_events_.load(std::memory_order_relaxed);
+    while (pending_size_ + size + 1 > kMaxPendingBytes) {
+      const auto* newline = static_cast<const char*>(std::memchr(pending_, '\n', pending_size_));
+      const std::size_t oldest = static_cast<std::size_t>(newline - pending_) + 1;  // every line ends with one
+      std::memmove(pending_, pending_ + oldest, pending_size_ - oldest);
+      pending_size_ -= oldest;
+      --count;
+      stats_.buffer_full.fetch_add(1, std::memory_order_relaxed);
+    }
+    std::memcpy(pending_ + pending_size_, event, size);
+    pending_[pending_size_ + size] = '\n';
+    pending_size_ += size + 1;
+    pending_events_.store(count + 1, std::memory_order_release);
+  }
+
+  // The pending events' mutex held: they went out.
+  void pending_sent() noexcept {
+    const std::uint64_t count = pending_events_.load(std::memory_order_relaxed);
+    stats_.sent.fetch_add(count, std::memory_order_relaxed);
+    stats_.deferred.fetch_add(count, std::memory_order_relaxed);
+    pending_size_ = 0;
+    pending_events_.store(0, std::memory_order_release);
+  }
+
+  // The pending events' mutex held: they are lost, counted in `counter`.
+  void drop_pending(std::atomic<std::uint64_t>& counter) noexcept {
+    counter.fetch_add(pending_events_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    pending_size_ = 0;
+    pending_events_.store(0, std::memory_order_release);
+  }
+
+  // One datagram: `first` (the pending events, newline-terminated lines; may be empty) then `second`.
+  ssize_t send_datagram(const char* first, std::size_t first_size, const char* second,
+                        std::size_t second_size) noexcept {
 #if defined(MSG_NOSIGNAL)
     constexpr int kFlags = MSG_DONTWAIT | MSG_NOSIGNAL;
 #else
     constexpr int kFlags = MSG_DONTWAIT;
 #endif
     const int fd = fd_.load(std::memory_order_acquire);
+    iovec parts[2];
+    std::size_t count = 0;
+    if (first_size != 0) parts[count++] = {const_cast<char*>(first), first_size};
+    if (second_size != 0) parts[count++] = {const_cast<char*>(second), second_size};
+    msghdr message{};
+    message.msg_iov = parts;
+    message.msg_iovlen = count;
     ssize_t n;
     do {  // MSG_DONTWAIT: the kernel never sleeps here, so EINTR cannot repeat
-      n = ::send(fd, data, size, kFlags);
+      n = ::sendmsg(fd, &message, kFlags);
     } while (n < 0 && errno == EINTR);
     return n;
   }
@@ -667,6 +810,15 @@ class Client {
   std::atomic<bool> connected_{false};
   std::atomic<std::int64_t> next_attempt_ns_{0};  // steady clock: when a disconnected client may try again
   AtomicStats stats_;
+
+  // The events deferred while the agent's queue was full: whole JSON lines, each ending in '\n',
+  // pending_size_ bytes of pending_. pending_size_ and pending_ only under pending_mutex_ (try_lock);
+  // pending_events_ (their number) is also read without it, as a hint and for stats().
+  std::mutex pending_mutex_;
+  std::atomic<pid_t> pending_owner_{::getpid()};  // the process they belong to; -pid: being reset by it
+  std::atomic<std::uint64_t> pending_events_{0};
+  std::size_t pending_size_ = 0;
+  char pending_[kMaxPendingBytes];
 };
 
 inline void StepTimer::stop() noexcept {

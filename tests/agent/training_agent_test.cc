@@ -112,7 +112,10 @@ class TrainingAgentTest : public ::testing::Test {
     std::this_thread::sleep_for(20ms);
   }
 
+  // The lines of `name` in a /metrics body rendered now: scrapes within kBodyReuse of each other share a
+  // body, and the findings may have changed since the last one.
   static std::vector<std::string> metric_lines(int port, const std::string& name) {
+    std::this_thread::sleep_for(http::AgentRoutes::kBodyReuse + 10ms);
     std::vector<std::string> out;
     std::istringstream in(e2e::http_get(port, "/metrics").body);
     for (std::string line; std::getline(in, line);) {

@@ -1,5 +1,6 @@
 """What one event costs the training loop: Monitor.record_step and `with monitor.step()`, with an agent
-draining the socket (another process), with no agent at all, and with the agent's queue full.
+draining the socket (another process), with no agent at all, and with the agent's queue full (each event
+kept and sent again with the next: one datagram of up to 8 KiB refused a call, the oldest dropped).
 
     /usr/bin/python3 clients/python/benchmarks/record_step.py [--calls 200000]
 
@@ -17,6 +18,7 @@ import sys
 import tempfile
 import time
 import timeit
+import types
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -31,7 +33,7 @@ sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
 sock.bind(sys.argv[1])
 print("ready", flush=True)
 while True:
-    sock.recv(8192)
+    sock.recv(16384)
 """
 
 
@@ -71,6 +73,31 @@ def main() -> None:
         results["baseline: socket.send of an encoded event, agent draining"] = best_us(raw_send, calls)
         raw.close()
 
+        # The sender's own work, without the kernel's: a socket whose send() does nothing, and one that
+        # refuses every other datagram (each refused event kept, then sent with the next one).
+        from gpuscope._sender import EventSender
+
+        quiet = EventSender(socket_path=str(directory / "stub.sock"))
+        quiet._sock = types.SimpleNamespace(send=len)
+        results["EventSender.send, its own work (a send() that does nothing)"] = best_us(
+            lambda: quiet.send(line), calls)
+
+        class EveryOtherRefused:
+            refuse = False
+
+            def send(self, data: bytes) -> int:
+                self.refuse = not self.refuse
+                if self.refuse:
+                    raise BlockingIOError
+                return len(data)
+
+        halting = EventSender(socket_path=str(directory / "stub.sock"))
+        halting._sock = EveryOtherRefused()
+        results["EventSender.send, its own work, every other send() refused"] = best_us(
+            lambda: halting.send(line), calls)
+        results["  (of these: sent / deferred / buffer_full) "] = (
+            f"{halting.sent} / {halting.deferred} / {halting.buffer_full}")
+
         monitor = gpuscope.Monitor("llama-ft", rank=3, world_size=4, local_rank=3, gpu="GPU-8f3a", socket_path=str(path))
         results["record_step(step, 0.512, loss=2.31), agent draining"] = best_us(
             lambda: monitor.record_step(next(counter), 0.512, loss=2.31), calls)
@@ -82,7 +109,36 @@ def main() -> None:
                 step.loss = 2.31
         results["with monitor.step() as s: s.loss = 2.31, agent draining"] = best_us(timed_step, calls)
         stats = monitor.stats()
-        results["  (of these: sent / buffer_full)"] = f"{stats['sent']} / {stats['buffer_full']}"
+        results["  (of these: sent / deferred / buffer_full)"] = (
+            f"{stats['sent']} / {stats['deferred']} / {stats['buffer_full']}")
+
+        # Every send accepted, whatever the machine's load: this thread reads each datagram back at once
+        # (so these two include a recv() each; their difference is record_step's own cost).
+        paired = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        paired.bind(str(directory / "paired.sock"))
+        raw = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        raw.connect(str(directory / "paired.sock"))
+        raw.setblocking(False)
+        receive = paired.recv
+
+        def raw_send_receive() -> None:
+            raw.send(line)
+            receive(16384)
+        results["socket.send + recv of an encoded event (every send accepted)"] = best_us(
+            raw_send_receive, calls)
+        raw.close()
+        echoed = gpuscope.Monitor("llama-ft", rank=3, world_size=4, local_rank=3, gpu="GPU-8f3a",
+                                  socket_path=str(directory / "paired.sock"))
+
+        def step_receive() -> None:
+            echoed.record_step(next(counter), 0.512, loss=2.31)
+            receive(16384)
+        results["record_step(step, 0.512, loss=2.31) + recv (every send accepted)"] = best_us(step_receive, calls)
+        stats = echoed.stats()
+        results["  (of these: sent / deferred / buffer_full)  "] = (
+            f"{stats['sent']} / {stats['deferred']} / {stats['buffer_full']}")
+        echoed.close()
+        paired.close()
 
         absent = gpuscope.Monitor("llama-ft", socket_path=str(directory / "absent.sock"))
         results["record_step, no agent (dropped, no system call)"] = best_us(
@@ -91,8 +147,11 @@ def main() -> None:
         full = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         full.bind(str(directory / "full.sock"))  # never read: its queue fills at once
         stuck = gpuscope.Monitor("llama-ft", socket_path=str(directory / "full.sock"))
-        results["record_step, agent's queue full (EAGAIN)"] = best_us(
+        results["record_step, agent's queue full (EAGAIN, kept, oldest dropped)"] = best_us(
             lambda: stuck.record_step(next(counter), 0.512, loss=2.31), calls)
+        stats = stuck.stats()
+        results["  (of these: sent / buffer_full / pending)"] = (
+            f"{stats['sent']} / {stats['buffer_full']} / {stats['pending']}")
         full.close()
     finally:
         drain.kill()

@@ -1,10 +1,11 @@
 """Monitor: tells the agent on this node about a training loop's steps and epochs.
 
 Fire-and-forget (clients/README.md): each event is one non-blocking datagram; nothing waits on the
-agent, nothing is raised into the training loop, and an event the agent cannot take is dropped and
-counted in stats(). The rank's identity (job, rank, world size, local rank, GPU) is read when the first
-event is sent and again, until torch.distributed and the GPU are known, at most once a second, because
-a script usually creates its Monitor before init_process_group() and set_device().
+agent and nothing is raised into the training loop. An event the agent's full queue refuses is kept
+(a few KiB at most) and travels with the next event or flush(); what is lost is counted in stats().
+The rank's identity (job, rank, world size, local rank, GPU) is read when the first event is sent and
+again, until torch.distributed and the GPU are known, at most once a second, because a script usually
+creates its Monitor before init_process_group() and set_device().
 """
 
 from __future__ import annotations
@@ -171,9 +172,19 @@ class Monitor:
         return check(fail_on, raise_on_failure=raise_on_failure, url=self._url, all_gpus=all_gpus)
 
     def stats(self) -> Dict[str, Any]:
-        """What became of the events: sent, unreachable, buffer_full, too_large, invalid, connect_attempts,
-        and the socket the agent was found at."""
+        """What became of the events: sent (of these, deferred: refused once by the agent's full queue,
+        sent later with another event), pending (kept for the next event), and the dropped ones:
+        unreachable, buffer_full, too_large, invalid; connect_attempts, and the socket the agent was
+        found at."""
         return self._sender.stats()
+
+    def flush(self) -> bool:
+        """One non-blocking try to send the events the agent's full queue refused (they otherwise travel
+        with the next event); True when none is left waiting. Never waits."""
+        try:
+            return self._sender.flush()
+        except Exception:
+            return False
 
     @property
     def identity(self) -> Dict[str, Any]:
@@ -182,6 +193,7 @@ class Monitor:
         return dict(encoder.identity)
 
     def close(self) -> None:
+        """One last non-blocking try for any refused events, then the socket is closed."""
         self._sender.close()
 
     def __enter__(self) -> "Monitor":

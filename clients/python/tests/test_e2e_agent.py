@@ -143,6 +143,7 @@ RANK_SCRIPT = textwrap.dedent(r"""
         recorder = Recorder()
         returned = gpuscope.log_gpu_metrics(recorder, 0)
         logged = {"returned": returned, "calls": recorder.calls}
+    monitor.flush()  # events the agent's full queue refused, if any are still kept: one try, no wait
     say(done=steps, identity=monitor.identity, stats=monitor.stats(), logged=logged)
     commands["exit"].wait(timeout=600)
     monitor.close()
@@ -464,12 +465,14 @@ def test_four_ranks_straggler_named_then_stall_alert_fires(workdir):
             stats = message["stats"]
             assert stats["socket_path"] == str(socket_path), stats
             assert stats["unreachable"] == stats["invalid"] == stats["too_large"] == 0, stats
-            # Every step, epoch_start and epoch_end was sent, or found the agent's queue full: the kernel
-            # queues net.unix.max_dgram_qlen + 1 datagrams (11 by default) however large SO_RCVBUF is, so
-            # an agent thread kept off the CPU for a few hundred ms on a loaded machine loses some.
-            assert stats["sent"] + stats["buffer_full"] == message["done"] + 2, stats
-            if stats["buffer_full"]:
-                print(f"rank {rank}: {stats['buffer_full']} events found the agent's socket queue full")
+            # Every step, epoch_start and epoch_end was sent, is still kept for a later send, or was lost
+            # to a full queue: the kernel queues net.unix.max_dgram_qlen + 1 datagrams (11 by default)
+            # however large SO_RCVBUF is. A refused event travels with the next one (deferred), so only
+            # an agent thread kept off the CPU long enough for 4 KiB of events to pile up loses some.
+            assert stats["sent"] + stats["buffer_full"] + stats["pending"] == message["done"] + 2, stats
+            if stats["deferred"] or stats["buffer_full"] or stats["pending"]:
+                print(f"rank {rank}: {stats['deferred']} events sent late, {stats['pending']} still kept, "
+                      f"{stats['buffer_full']} lost: the agent's socket queue was full")
 
         stalled_job = poll(job_where(agent, lambda j: j["stalled"]), STALL_TIMEOUT_S, f"{JOB} stalled", agent)
         assert 30 <= stalled_job["stalled"]["last_step"] < max(message["done"] for message in done), stalled_job
@@ -487,11 +490,13 @@ def test_four_ranks_straggler_named_then_stall_alert_fires(workdir):
         assert training["events"]["received"].get("socket") == sent, training["events"]
         assert not any(training["events"]["rejected"].values()), training["events"]
         batches = metric_lines(agent, "training_batches_total")
-        complete = [rank for rank, message in enumerate(done) if message["stats"]["buffer_full"] == 0]
+        complete = [rank for rank, message in enumerate(done)
+                    if message["stats"]["buffer_full"] == message["stats"]["pending"] == 0]
         for rank, message in enumerate(done):
             line = next(line for line in batches if f'training_job="{JOB}"' in line and f'rank="{rank}"' in line)
             counted = float(line.rsplit(" ", 1)[1])
-            assert message["done"] - message["stats"]["buffer_full"] <= counted <= message["done"], (line, message)
+            not_there = message["stats"]["buffer_full"] + message["stats"]["pending"]
+            assert message["done"] - not_there <= counted <= message["done"], (line, message)
             assert rank not in complete or counted == message["done"], (line, message)
         # Each rank's epoch 0 ended and was given a verdict from its GPU's history.
         def verdicts() -> Optional[Dict[str, Any]]:

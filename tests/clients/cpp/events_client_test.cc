@@ -1,7 +1,8 @@
 // The C++ training client (clients/cpp/gpuscope_events.h) against a stand-in for the agent: a Unix
 // datagram socket bound in a temporary directory. What arrives is read back with nlohmann::json, so every
 // event must be valid JSON with the protocol's fields; without an agent, or with one that does not read,
-// every call must still return at once and count what it dropped.
+// every call must still return at once and count what it dropped. A full agent queue defers events: they
+// arrive later, once each and in order, as JSON lines in one datagram that the agent's own intake takes.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -16,15 +17,21 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/training_event.h"
+#include "analysis/training_intake.h"
+#include "analysis/training_jobs.h"
 #include "gpuscope_events.h"
 
 // Named, not anonymous: the sanitizer build compiles this file in one unit with its neighbours.
@@ -96,6 +103,13 @@ class AgentSocket {
 
   bool nothing_arrives(std::chrono::milliseconds wait = 50ms) { return !receive(wait).has_value(); }
 
+  // Every datagram queued now (the agent catches up).
+  std::vector<std::string> receive_all() {
+    std::vector<std::string> datagrams;
+    while (std::optional<std::string> datagram = receive(50ms)) datagrams.push_back(std::move(*datagram));
+    return datagrams;
+  }
+
  private:
   std::string path_;
   int fd_ = -1;
@@ -126,6 +140,53 @@ class ScopedEnvironment {
   const char* name_;
   std::optional<std::string> old_;
 };
+
+// The lines of a datagram (JSON lines: one event a line, the last without a newline).
+std::vector<std::string> lines_of(std::string_view datagram) {
+  std::vector<std::string> lines;
+  std::size_t begin = 0;
+  while (begin <= datagram.size()) {
+    const std::size_t end = std::min(datagram.find('\n', begin), datagram.size());
+    lines.emplace_back(datagram.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return lines;
+}
+
+// How many datagrams the kernel queues on a Unix datagram socket, whatever its buffer size.
+std::uint64_t max_dgram_qlen() {
+  std::ifstream file("/proc/sys/net/unix/max_dgram_qlen");
+  std::uint64_t qlen = 10;  // the kernel's default
+  file >> qlen;
+  return qlen;
+}
+
+// Takes `datagram` as the agent does (its intake: JSON lines, each parsed and applied) and says how many
+// events it accepted; a line it turns away is a failure.
+std::size_t agent_accepts(std::string_view datagram) {
+  analysis::TrainingJobs jobs;
+  analysis::TrainingIntake intake(jobs);
+  analysis::TrainingEventParser parser;
+  const std::int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const analysis::IntakeResult result =
+      intake.take(datagram, now_ms, analysis::EventTransport::kSocket, std::nullopt, parser);
+  EXPECT_EQ(result.rejected, 0U) << (result.errors.empty() ? std::string() : result.errors.front());
+  return result.accepted;
+}
+
+// Steps 0, 1, ... until the agent's queue (not read) refuses one and the client defers it; returns how
+// many steps were sent, the deferred one included. The queue holds net.unix.max_dgram_qlen datagrams
+// (and one more), fewer only when the sender's socket buffer runs out first.
+std::uint64_t fill_the_queue(Client& client) {
+  const std::uint64_t limit = max_dgram_qlen() + 1;
+  std::uint64_t step = 0;
+  while (client.stats().pending == 0 && step <= limit) client.step(step++, 0.5, 1.0);
+  EXPECT_EQ(client.stats().pending, 1U) << "the queue took " << step << " datagrams, max_dgram_qlen is "
+                                        << max_dgram_qlen();
+  EXPECT_EQ(client.stats().sent, step - 1);
+  return step;
+}
 
 double unix_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
@@ -456,6 +517,7 @@ TEST_F(CppEventsClient, AStaleSocketFileWithNoAgentBehindItCountsAsNoAgent) {
 
 TEST_F(CppEventsClient, AnAgentThatStartsLaterIsFoundAfterTheReconnectInterval) {
   ClientOptions options;
+  options.socket_path = socket_path_;  // that path only: not an agent that runs on this host
   options.reconnect_interval = 50ms;
   Client client("job", options);
   client.step(1, 0.5);
@@ -487,7 +549,7 @@ TEST_F(CppEventsClient, ARestartedAgentIsFoundAgainWithoutLosingTheEvent) {
   EXPECT_EQ(client.dropped(), 0U);
 }
 
-TEST_F(CppEventsClient, AFullAgentQueueDropsEventsWithoutBlocking) {
+TEST_F(CppEventsClient, AnAgentThatNeverReadsCostsBoundedMemoryAndNeverBlocks) {
   AgentSocket agent(socket_path_);  // never reads
   Client client("job");
   constexpr std::uint64_t kEvents = 20000;
@@ -498,7 +560,10 @@ TEST_F(CppEventsClient, AFullAgentQueueDropsEventsWithoutBlocking) {
   const ClientStats stats = client.stats();
   EXPECT_GT(stats.sent, 0U);
   EXPECT_GT(stats.buffer_full, 0U);
-  EXPECT_EQ(stats.sent + stats.buffer_full, kEvents);
+  EXPECT_GT(stats.pending, 0U);
+  EXPECT_LT(stats.pending, kMaxPendingBytes / 64);  // each of these events is over 64 bytes
+  EXPECT_EQ(stats.deferred, 0U);                    // nothing deferred could go out
+  EXPECT_EQ(stats.sent + stats.buffer_full + stats.pending, kEvents);
   EXPECT_EQ(stats.unreachable, 0U);
   EXPECT_LT(elapsed, 5s);
   EXPECT_TRUE(client.connected());
@@ -506,6 +571,177 @@ TEST_F(CppEventsClient, AFullAgentQueueDropsEventsWithoutBlocking) {
   EXPECT_EQ(agent.receive_event()["step"], 0);
 }
 
+TEST_F(CppEventsClient, AFullQueueDefersEventsThatArriveOnceEachInOrderWithTheNextEvent) {
+  AgentSocket agent(socket_path_);  // not read while the client sends
+  ClientOptions options;
+  options.send_time = false;
+  Client client("job", options);
+  const std::uint64_t queued = fill_the_queue(client) - 1;
+  EXPECT_LE(queued, max_dgram_qlen() + 1);
+
+  // More events while the queue is full: all of them wait, a few hundred bytes, within the bound.
+  std::vector<std::string> expected;  // "step N" / "epoch_end N", in the order sent
+  std::uint64_t step = queued;
+  for (std::uint64_t i = 0; i <= queued; ++i) expected.push_back("step " + std::to_string(i));
+  for (int i = 0; i < 6; ++i) {
+    client.step(++step, 0.5, 1.0, {{"lr", 1e-3}});
+    expected.push_back("step " + std::to_string(step));
+  }
+  client.epoch_end(0, 2.0, {1, 2, 3});
+  expected.push_back("epoch_end 0");
+  client.step(++step, 0.5);
+  expected.push_back("step " + std::to_string(step));
+  const std::uint64_t deferred = 1 + 6 + 1 + 1;
+  EXPECT_EQ(client.stats().pending, deferred);
+  EXPECT_EQ(client.stats().buffer_full, 0U);
+  EXPECT_EQ(client.stats().sent, queued);
+
+  // The agent catches up; the next event carries the deferred ones, in one datagram.
+  std::vector<std::string> datagrams = agent.receive_all();
+  EXPECT_EQ(datagrams.size(), queued);
+  client.epoch_start(1);
+  expected.push_back("epoch_start 1");
+  const std::vector<std::string> later = agent.receive_all();
+  ASSERT_EQ(later.size(), 1U);
+  EXPECT_EQ(lines_of(later.front()).size(), deferred + 1);
+  EXPECT_NE(later.front().back(), '\n');
+  EXPECT_LE(later.front().size(), kMaxPendingBytes + kMaxEventBytes);
+  EXPECT_EQ(agent_accepts(later.front()), deferred + 1);
+  datagrams.push_back(later.front());
+
+  std::vector<std::string> arrived;
+  for (const std::string& datagram : datagrams) {
+    for (const std::string& line : lines_of(datagram)) {
+      const json event = json::parse(line, nullptr, /*allow_exceptions=*/false);
+      ASSERT_FALSE(event.is_discarded()) << line;
+      ASSERT_TRUE(event.contains("event")) << line;
+      const std::string kind = event["event"];
+      arrived.push_back(kind + " " + std::to_string(event[kind == "step" ? "step" : "epoch"].get<std::uint64_t>()));
+    }
+  }
+  EXPECT_EQ(arrived, expected);  // each once, in order
+
+  const ClientStats stats = client.stats();
+  EXPECT_EQ(stats.sent, expected.size());
+  EXPECT_EQ(stats.deferred, deferred);
+  EXPECT_EQ(stats.pending, 0U);
+  EXPECT_EQ(stats.buffer_full, 0U);
+  EXPECT_EQ(stats.dropped(), 0U);
+}
+
+TEST_F(CppEventsClient, PastTheBoundTheOldestDeferredEventsAreDroppedAndCounted) {
+  AgentSocket agent(socket_path_);
+  ClientOptions options;
+  options.send_time = false;
+  Client client("job", options);
+  std::uint64_t step = fill_the_queue(client);
+  const std::uint64_t queued = step - 1;
+  constexpr std::uint64_t kMore = 200;  // some 12 KiB of events: three times the bound
+  for (std::uint64_t i = 0; i < kMore; ++i) client.step(step++, 0.5, 1.0);
+
+  const ClientStats full = client.stats();
+  const std::uint64_t refused = kMore + 1;
+  EXPECT_GT(full.pending, 0U);
+  EXPECT_LT(full.pending, refused);
+  EXPECT_EQ(full.buffer_full, refused - full.pending);
+  EXPECT_EQ(full.sent, queued);
+
+  EXPECT_EQ(agent.receive_all().size(), queued);
+  EXPECT_TRUE(client.flush());
+  const std::optional<std::string> datagram = agent.receive();
+  ASSERT_TRUE(datagram.has_value());
+  const std::vector<std::string> lines = lines_of(*datagram);
+  ASSERT_EQ(lines.size(), full.pending);
+  EXPECT_EQ(agent_accepts(*datagram), full.pending);
+  // The newest ones, in order, up to the last step sent.
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_EQ(json::parse(lines[i])["step"].get<std::uint64_t>(), step - lines.size() + i);
+  }
+  // Within the bound (each line with its newline), and the next older one would not have fit.
+  EXPECT_LE(datagram->size() + 1, kMaxPendingBytes);
+  EXPECT_GT(datagram->size() + 1 + lines.front().size(), kMaxPendingBytes);  // an older line is at most 1 byte shorter
+
+  const ClientStats stats = client.stats();
+  EXPECT_EQ(stats.sent, queued + full.pending);
+  EXPECT_EQ(stats.deferred, full.pending);
+  EXPECT_EQ(stats.buffer_full, refused - full.pending);
+  EXPECT_EQ(stats.pending, 0U);
+  EXPECT_EQ(stats.sent + stats.dropped(), step);
+}
+
+TEST_F(CppEventsClient, FlushSendsThePendingEventsAloneAndKeepsThemWhileTheQueueIsFull) {
+  AgentSocket agent(socket_path_);
+  Client client("job");
+  EXPECT_TRUE(client.flush());  // nothing pending
+  std::uint64_t step = fill_the_queue(client);
+  client.step(step++, 0.5);
+  client.step(step++, 0.5);
+
+  EXPECT_FALSE(client.flush());  // still full: kept, not waited for
+  EXPECT_EQ(client.stats().pending, 3U);
+  EXPECT_EQ(client.stats().dropped(), 0U);
+
+  EXPECT_EQ(agent.receive_all().size(), step - 3);
+  EXPECT_TRUE(client.flush());
+  const std::optional<std::string> datagram = agent.receive();
+  ASSERT_TRUE(datagram.has_value());
+  const std::vector<std::string> lines = lines_of(*datagram);
+  ASSERT_EQ(lines.size(), 3U);
+  for (std::size_t i = 0; i < lines.size(); ++i) EXPECT_EQ(json::parse(lines[i])["step"], step - 3 + i);
+  EXPECT_EQ(agent_accepts(*datagram), 3U);
+  EXPECT_TRUE(client.flush());
+  EXPECT_TRUE(agent.nothing_arrives());
+
+  const ClientStats stats = client.stats();
+  EXPECT_EQ(stats.sent, step);
+  EXPECT_EQ(stats.deferred, 3U);
+  EXPECT_EQ(stats.pending, 0U);
+  EXPECT_EQ(stats.dropped(), 0U);
+}
+
+TEST_F(CppEventsClient, TheDestructorTriesOnceToSendWhatIsPending) {
+  AgentSocket agent(socket_path_);
+  std::uint64_t steps = 0;
+  {
+    Client client("job");
+    steps = fill_the_queue(client);
+    client.step(steps++, 0.5);
+    EXPECT_EQ(agent.receive_all().size(), steps - 2);
+  }
+  const std::optional<std::string> datagram = agent.receive();
+  ASSERT_TRUE(datagram.has_value());
+  const std::vector<std::string> lines = lines_of(*datagram);
+  ASSERT_EQ(lines.size(), 2U);
+  EXPECT_EQ(json::parse(lines[1])["step"], steps - 1);
+}
+
+TEST_F(CppEventsClient, PendingEventsAreDroppedAsUnreachableWhenTheAgentIsGone) {
+  for (const bool by_flush : {false, true}) {
+    SCOPED_TRACE(by_flush ? "found gone by flush()" : "found gone by the next event");
+    auto agent = std::make_unique<AgentSocket>(socket_path_);
+    ClientOptions options;
+    options.reconnect_interval = std::chrono::hours(1);  // no reconnect within the test
+    Client client("job", options);
+    std::uint64_t step = fill_the_queue(client);
+    client.step(step++, 0.5);
+    client.step(step++, 0.5);
+    ASSERT_EQ(client.stats().pending, 3U);
+
+    agent.reset();  // the agent stops: its socket closes, and the events in its queue go with it
+    if (by_flush) {
+      EXPECT_TRUE(client.flush());
+    } else {
+      client.step(step++, 0.5);
+    }
+    const ClientStats stats = client.stats();
+    EXPECT_FALSE(client.connected());
+    EXPECT_EQ(stats.pending, 0U);
+    EXPECT_EQ(stats.unreachable, by_flush ? 3U : 4U);
+    EXPECT_EQ(stats.deferred, 0U);
+    EXPECT_EQ(stats.buffer_full, 0U);
+    EXPECT_EQ(stats.sent + stats.dropped(), step);
+  }
+}
 TEST_F(CppEventsClient, EventsOverTheProtocolsLimitAreNotSentAndCounted) {
   AgentSocket agent(socket_path_);
   ClientOptions options;
@@ -543,7 +779,7 @@ TEST_F(CppEventsClient, TheSocketIsSearchedForInTheOrderOfTheReadme) {
   EXPECT_EQ(agent.receive_event()["step"], 4);
 }
 
-TEST_F(CppEventsClient, SeveralThreadsShareOneClientAndEveryDatagramIsOneWholeEvent) {
+TEST_F(CppEventsClient, SeveralThreadsShareOneClientAndEveryEventArrivesWholeAtMostOnce) {
   AgentSocket agent(socket_path_);
   Client client("job");
   std::atomic<bool> sending{true};
@@ -555,7 +791,7 @@ TEST_F(CppEventsClient, SeveralThreadsShareOneClientAndEveryDatagramIsOneWholeEv
         if (!sending) return;
         continue;
       }
-      received.push_back(json::parse(*datagram, nullptr, false));
+      for (const std::string& line : lines_of(*datagram)) received.push_back(json::parse(line, nullptr, false));
     }
   });
   constexpr int kThreads = 4;
@@ -569,16 +805,20 @@ TEST_F(CppEventsClient, SeveralThreadsShareOneClientAndEveryDatagramIsOneWholeEv
     });
   }
   for (std::thread& sender : senders) sender.join();
+  for (int i = 0; i < 100 && !client.flush(); ++i) std::this_thread::sleep_for(10ms);  // the reader catches up
   sending = false;
   reader.join();
 
   const ClientStats stats = client.stats();
+  EXPECT_EQ(stats.pending, 0U);
   EXPECT_EQ(stats.sent + stats.dropped(), static_cast<std::uint64_t>(kThreads * kStepsEach));
   EXPECT_EQ(received.size(), stats.sent);
+  std::set<int> steps;
   for (const json& event : received) {
     ASSERT_FALSE(event.is_discarded());
     const auto step = event["step"].get<int>();
     EXPECT_EQ(event["scalars"]["thread"].get<int>(), step / kStepsEach);
+    EXPECT_TRUE(steps.insert(step).second) << "step " << step << " arrived twice";
   }
 }
 
@@ -596,6 +836,75 @@ TEST_F(CppEventsClient, AForkedChildKeepsSendingOnTheInheritedSocket) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   EXPECT_EQ(agent.receive_event()["step"], 42);
   EXPECT_EQ(client.stats().sent, 0U);  // the child counted its own
+}
+
+TEST_F(CppEventsClient, AForkedChildDoesNotSendItsParentsPendingEvents) {
+  AgentSocket agent(socket_path_);
+  ClientOptions options;
+  options.send_time = false;
+  Client client("job", options);
+  std::uint64_t step = fill_the_queue(client);
+  client.step(step++, 0.5);
+  const std::uint64_t deferred_from = step - 2;
+  EXPECT_EQ(agent.receive_all().size(), deferred_from);  // the queue is empty, the parent's 2 still pending
+
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const ClientStats before = client.stats();
+    client.step(1000, 0.5);  // alone: the 2 pending are the parent's
+    const ClientStats after = client.stats();
+    const bool ok = before.pending == 0 && after.pending == 0 && after.sent == before.sent + 1 &&
+                    after.deferred == before.deferred && client.flush();
+    ::_exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const std::optional<std::string> from_child = agent.receive();
+  ASSERT_TRUE(from_child.has_value());
+  EXPECT_EQ(lines_of(*from_child).size(), 1U) << *from_child;
+  EXPECT_EQ(json::parse(*from_child)["step"], 1000);
+  EXPECT_TRUE(agent.nothing_arrives());
+
+  EXPECT_EQ(client.stats().pending, 2U);  // the parent's are still the parent's to send
+  EXPECT_TRUE(client.flush());
+  const std::optional<std::string> from_parent = agent.receive();
+  ASSERT_TRUE(from_parent.has_value());
+  const std::vector<std::string> lines = lines_of(*from_parent);
+  ASSERT_EQ(lines.size(), 2U);
+  EXPECT_EQ(json::parse(lines[0])["step"], deferred_from);
+  EXPECT_EQ(json::parse(lines[1])["step"], deferred_from + 1);
+}
+
+// A thread of the parent holds the pending events' mutex most of the time (it sends into a full queue),
+// so most forks copy it locked: the child must still defer its own events, never find them locked forever.
+TEST_F(CppEventsClient, AForkedChildNeverInheritsTheParentsLockOnThePendingEvents) {
+  AgentSocket agent(socket_path_);  // never reads
+  Client client("job");
+  fill_the_queue(client);
+  std::atomic<bool> hammering{true};
+  std::thread hammer([&] {
+    for (std::uint64_t step = 0; hammering.load(std::memory_order_relaxed); ++step) client.step(step, 0.5, 1.0);
+  });
+  constexpr int kForks = 40;
+  int children_ok = 0;
+  for (int i = 0; i < kForks; ++i) {
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      const ClientStats before = client.stats();
+      client.step(1000000, 0.5);  // refused by the full queue: deferred in the child's own buffer
+      const ClientStats after = client.stats();
+      ::_exit(before.pending == 0 && after.pending == 1 && after.buffer_full == before.buffer_full ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) ++children_ok;
+  }
+  hammering = false;
+  hammer.join();
+  EXPECT_EQ(children_ok, kForks);
 }
 
 }  // namespace gpuscope::events::client_test
