@@ -48,7 +48,9 @@ def test_record_step_sends_a_step_timed_elsewhere(event_socket):
 
 
 def test_nothing_raises_into_the_loop_without_an_agent_or_with_nonsense(tmp_path):
-    monitor = gpuscope.Monitor("j")
+    # A socket path of its own: an agent on this host (tests of the agent run beside these) may be
+    # listening at the default /run/gpuscope/events.sock.
+    monitor = gpuscope.Monitor("j", socket_path=str(tmp_path / "no-agent.sock"))
     assert monitor.record_step(1, 0.5) is False
     assert monitor.record_step(-1, 0.5) is False
     assert monitor.record_step(2, float("nan"), loss="x", lr=object()) is False

@@ -42,7 +42,8 @@ def test_without_an_agent_events_are_dropped_counted_and_cost_no_system_call_unt
 def test_an_agent_started_after_the_job_is_found_within_the_reconnect_interval(event_socket):
     event_socket.close()
     clock = FakeClock()
-    sender = EventSender(clock=clock)
+    # Only this socket: an agent on this host may be listening at the default path.
+    sender = EventSender(socket_path=str(event_socket.path), clock=clock)
     assert not sender.send(b'{"n":1}')
     rebound = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     rebound.bind(str(event_socket.path))
