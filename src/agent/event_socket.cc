@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -27,8 +28,6 @@ constexpr std::size_t kDatagramBytes = 16 * 1024;
 // The socket's buffer: what net.unix.max_dgram_qlen lets queue (a count of datagrams, which bounds the
 // queue first on most systems) fits in it.
 constexpr int kReceiveBufferBytes = 8 * 1024 * 1024;
-// How long the thread waits for datagrams before it looks whether to stop.
-constexpr int kStopPollMs = 100;
 
 // net.unix.max_dgram_qlen below this drops bursts of ranks stepping together (see deploy/sysctl/).
 constexpr int kAdvisedDatagramQueue = 512;
@@ -142,7 +141,15 @@ std::expected<std::unique_ptr<EventSocket>, std::string> EventSocket::open(const
   }
   struct stat bound_stat {};
   ::stat(path.c_str(), &bound_stat);
-  std::unique_ptr<EventSocket> socket(new EventSocket(fd, path, bound_stat.st_ino, intake, clock, log));
+  // stop() wakes the thread through it, so the thread sleeps in poll() until datagrams or a stop come.
+  const int wake = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake < 0) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(path.c_str());
+    return std::unexpected(fmt::format("events socket {}: {}", path, errno_text(err)));
+  }
+  std::unique_ptr<EventSocket> socket(new EventSocket(fd, wake, path, bound_stat.st_ino, intake, clock, log));
   socket->thread_ = std::thread([s = socket.get()] { s->run(); });
   log.info("events socket listening", {{"path", path}});
   // The kernel queues this many datagrams for the socket, whatever its buffer: a burst beyond it is
@@ -160,7 +167,15 @@ EventSocket::~EventSocket() { stop(); }
 
 void EventSocket::stop() {
   stop_.store(true);
+  if (wake_fd_ >= 0) {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto written = ::write(wake_fd_, &one, sizeof(one));
+  }
   if (thread_.joinable()) thread_.join();
+  if (wake_fd_ >= 0) {
+    ::close(wake_fd_);
+    wake_fd_ = -1;
+  }
   if (fd_ >= 0) {
     ::close(fd_);
     fd_ = -1;
@@ -172,7 +187,8 @@ void EventSocket::stop() {
 
 void EventSocket::run() {
   analysis::TrainingEventParser parser;
-  std::vector<char> buffers(kBatch * kDatagramBytes);
+  // Not zeroed: the kernel writes each datagram's bytes, so only the pages busy batches use take memory.
+  const auto buffers = std::make_unique_for_overwrite<char[]>(kBatch * kDatagramBytes);
   constexpr std::size_t kControlBytes = CMSG_SPACE(sizeof(ucred));
   std::vector<char> controls(kBatch * kControlBytes);
   std::array<iovec, kBatch> iov{};
@@ -182,12 +198,12 @@ void EventSocket::run() {
     // While datagrams keep coming, read again at once: the kernel queues only net.unix.max_dgram_qlen of
     // them, so every wait in poll() is time in which senders may find the queue full.
     if (drained) {
-      pollfd p{fd_, POLLIN, 0};
-      const int ready = ::poll(&p, 1, kStopPollMs);
-      if (ready <= 0) continue;
+      std::array<pollfd, 2> p{{{fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}}};
+      const int ready = ::poll(p.data(), p.size(), -1);
+      if (ready <= 0 || (p[0].revents & POLLIN) == 0) continue;
     }
     for (std::size_t i = 0; i < kBatch; ++i) {
-      iov[i] = {buffers.data() + i * kDatagramBytes, kDatagramBytes};
+      iov[i] = {buffers.get() + i * kDatagramBytes, kDatagramBytes};
       messages[i] = {};
       messages[i].msg_hdr.msg_iov = &iov[i];
       messages[i].msg_hdr.msg_iovlen = 1;

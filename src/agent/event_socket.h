@@ -45,7 +45,7 @@ class EventSocket {
   EventSocket(const EventSocket&) = delete;
   EventSocket& operator=(const EventSocket&) = delete;
 
-  // Ends the thread (within its 100 ms poll) and removes the socket file, if it is still this one.
+  // Ends the thread (woken at once) and removes the socket file, if it is still this one.
   void stop();
   const std::string& path() const { return path_; }
 
@@ -54,12 +54,13 @@ class EventSocket {
   std::uint64_t receive_calls() const { return receive_calls_.load(std::memory_order_relaxed); }
 
  private:
-  EventSocket(int fd, std::string path, ino_t inode, analysis::TrainingIntake& intake, const model::Clock& clock,
-              log::Logger& log)
-      : fd_(fd), path_(std::move(path)), inode_(inode), intake_(intake), clock_(clock), log_(log) {}
+  EventSocket(int fd, int wake_fd, std::string path, ino_t inode, analysis::TrainingIntake& intake,
+              const model::Clock& clock, log::Logger& log)
+      : fd_(fd), wake_fd_(wake_fd), path_(std::move(path)), inode_(inode), intake_(intake), clock_(clock), log_(log) {}
   void run();
 
   int fd_;
+  int wake_fd_;  // an eventfd stop() writes to
   const std::string path_;
   const ino_t inode_;
   analysis::TrainingIntake& intake_;
