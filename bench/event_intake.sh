@@ -57,7 +57,7 @@ received() {
 }
 
 start_agent rates
-echo "rate/s   sent      refused   counted   lost"
+echo "rate/s   sent      refused   counted   lost      sent >1ms late (most late)"
 for rate in $rates; do
   before=$(received)
   out=$("$load" "$work/events.sock" "$rate" "$seconds" 8)
@@ -66,7 +66,9 @@ for rate in $rates; do
   sent=$(sed 's/.*sent=\([0-9]*\).*/\1/' <<<"$out")
   refused=$(sed 's/.*refused=\([0-9]*\).*/\1/' <<<"$out")
   counted=$((after - before))
-  printf '%-8s %-9s %-9s %-9s %s\n' "$rate" "$sent" "$refused" "$counted" "$((refused + sent - counted))"
+  late=$(sed 's/.*late_over_1ms=\([0-9]*\).*/\1/' <<<"$out")
+  most_late=$(sed 's/.*most_late_ms=\([0-9.]*\).*/\1/' <<<"$out")
+  printf '%-8s %-9s %-9s %-9s %-9s %s (%s ms)\n' "$rate" "$sent" "$refused" "$counted" "$((refused + sent - counted))" "$late" "$most_late"
 done
 stop_by_pid "$agent_pid"
 agent_pid=""

@@ -39,6 +39,11 @@ int main(int argc, char** argv) {
   }
   const auto total = static_cast<std::uint64_t>(rate * seconds);
   std::uint64_t sent = 0, refused = 0;
+  // Events sent more than 1 ms after their time: the sender was off the CPU and then catches up in a
+  // burst, which a kernel queue of a few thousand datagrams may not hold (a bench artifact on 2 cores,
+  // where the sender and the agent share them; training ranks do not catch up).
+  std::uint64_t late = 0;
+  double most_late_ms = 0;
   std::vector<std::uint64_t> steps(static_cast<std::size_t>(ranks), 0);
   char buffer[512];
   const auto start = std::chrono::steady_clock::now();
@@ -50,6 +55,9 @@ int main(int argc, char** argv) {
     if (due - std::chrono::steady_clock::now() > std::chrono::microseconds(100)) std::this_thread::sleep_until(due);
     while (std::chrono::steady_clock::now() < due) {
     }
+    const double late_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - due).count();
+    if (late_ms > 1) ++late;
+    if (late_ms > most_late_ms) most_late_ms = late_ms;
     const int rank = static_cast<int>(i % static_cast<std::uint64_t>(ranks));
     const int n = std::snprintf(buffer, sizeof buffer,
                                 "{\"event\":\"step\",\"job\":\"bench\",\"rank\":%d,\"world_size\":%d,\"gpu\":%d,"
@@ -62,8 +70,9 @@ int main(int argc, char** argv) {
     }
   }
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("sent=%llu refused=%llu seconds=%.3f rate=%.0f\n", static_cast<unsigned long long>(sent),
-              static_cast<unsigned long long>(refused), took, static_cast<double>(sent + refused) / took);
+  std::printf("sent=%llu refused=%llu seconds=%.3f rate=%.0f late_over_1ms=%llu most_late_ms=%.1f\n",
+              static_cast<unsigned long long>(sent), static_cast<unsigned long long>(refused), took,
+              static_cast<double>(sent + refused) / took, static_cast<unsigned long long>(late), most_late_ms);
   ::close(fd);
   return 0;
 }
