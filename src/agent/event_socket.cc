@@ -225,8 +225,6 @@ void EventSocket::run() {
     drained = n < static_cast<int>(kBatch);
     busy = n > 1;
     if (n <= 0) continue;
-    receive_calls_.fetch_add(1, std::memory_order_relaxed);
-    datagrams_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
     const std::int64_t now_ms = clock_.unix_ms();
     for (int i = 0; i < n; ++i) {
       const auto& header = messages[static_cast<std::size_t>(i)].msg_hdr;

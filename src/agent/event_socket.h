@@ -49,10 +49,6 @@ class EventSocket {
   void stop();
   const std::string& path() const { return path_; }
 
-  // How many datagrams the thread read in how many system calls (the batching bench/ reports).
-  std::uint64_t datagrams() const { return datagrams_.load(std::memory_order_relaxed); }
-  std::uint64_t receive_calls() const { return receive_calls_.load(std::memory_order_relaxed); }
-
  private:
   EventSocket(int fd, int wake_fd, std::string path, ino_t inode, analysis::TrainingIntake& intake,
               const model::Clock& clock, log::Logger& log)
@@ -67,8 +63,6 @@ class EventSocket {
   const model::Clock& clock_;
   log::Logger& log_;
   std::atomic<bool> stop_{false};
-  std::atomic<std::uint64_t> datagrams_{0};
-  std::atomic<std::uint64_t> receive_calls_{0};
   std::thread thread_;
 };
 

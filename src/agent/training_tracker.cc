@@ -72,11 +72,6 @@ void TrainingTracker::stop() {
   if (socket_) socket_->stop();
 }
 
-const std::string& TrainingTracker::socket_path() const {
-  static const std::string kNone;
-  return socket_ ? socket_->path() : kNone;
-}
-
 void TrainingTracker::run() {
   std::unique_lock lock(mu_);
   while (!stop_) {

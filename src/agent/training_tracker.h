@@ -61,7 +61,6 @@ class TrainingTracker {
   void stop();
 
   analysis::TrainingIntake& intake() { return intake_; }
-  const std::string& socket_path() const;
 
   // Draws the findings now (the thread does it every interval); tests and the loop call it.
   void evaluate();

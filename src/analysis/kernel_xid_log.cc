@@ -61,8 +61,10 @@ std::string errno_text(int err) { return std::error_code(err, std::generic_categ
 
 std::optional<PciAddress> parse_pci_address(std::string_view s) {
   // The function is optional: the kernel log leaves it out.
+  std::optional<std::uint32_t> function;
   if (const auto dot = s.rfind('.'); dot != std::string_view::npos) {
-    if (!hex_number(s.substr(dot + 1), 1)) return std::nullopt;
+    function = hex_number(s.substr(dot + 1), 1);
+    if (!function) return std::nullopt;
     s = s.substr(0, dot);
   }
   const auto last_colon = s.rfind(':');
@@ -78,7 +80,7 @@ std::optional<PciAddress> parse_pci_address(std::string_view s) {
     bus = hex_number(s, 2);
   }
   if (!device || !domain || !bus) return std::nullopt;
-  return PciAddress{*domain, *bus, *device};
+  return PciAddress{*domain, *bus, *device, function};
 }
 
 std::vector<KernelXid> parse_kernel_xid_lines(std::string_view text) {

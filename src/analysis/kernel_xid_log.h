@@ -10,13 +10,17 @@
 
 namespace gpuscope::analysis {
 
-// A PCI address as numbers: domain, bus, device. NVML writes "00000000:3B:00.0", the kernel log
-// "0000:3b:00" (no function), so addresses are compared this way rather than as text.
+// A PCI address as numbers: domain, bus, device (and the function, where written). NVML writes
+// "00000000:3B:00.0", the kernel log "0000:3b:00" (no function), so addresses are compared this way
+// rather than as text; == says two addresses name the same device, whatever their functions.
 struct PciAddress {
   std::uint32_t domain = 0;
   std::uint32_t bus = 0;
   std::uint32_t device = 0;
-  friend bool operator==(const PciAddress&, const PciAddress&) = default;
+  std::optional<std::uint32_t> function;
+  friend bool operator==(const PciAddress& a, const PciAddress& b) {
+    return a.domain == b.domain && a.bus == b.bus && a.device == b.device;
+  }
 };
 
 // "[domain:]bus:device[.function]" in hex (any of NVML's, lspci's or the kernel log's spellings);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "analysis/kernel_xid_log.h"
 #include "export/gpu_query.h"
 
 namespace gpuscope::cli {
@@ -22,36 +23,6 @@ bool iequals(std::string_view a, std::string_view b) {
          });
 }
 
-// [domain:]bus:device.function in hex; NVML writes "00000000:18:00.0", users write "0000:18:00.0" or
-// "18:00.0", so ids are compared as numbers.
-std::optional<std::array<std::uint32_t, 4>> parse_bus_id(std::string_view s) {
-  auto hex = [](std::string_view part, std::size_t max_digits) -> std::optional<std::uint32_t> {
-    if (part.empty() || part.size() > max_digits) return std::nullopt;
-    std::uint32_t v = 0;
-    auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v, 16);
-    if (ec != std::errc{} || ptr != part.data() + part.size()) return std::nullopt;
-    return v;
-  };
-  const auto dot = s.rfind('.');
-  if (dot == std::string_view::npos) return std::nullopt;
-  const auto function = hex(s.substr(dot + 1), 1);
-  s = s.substr(0, dot);
-  const auto last_colon = s.rfind(':');
-  if (last_colon == std::string_view::npos) return std::nullopt;
-  const auto device = hex(s.substr(last_colon + 1), 2);
-  s = s.substr(0, last_colon);
-  std::optional<std::uint32_t> domain = 0;
-  std::optional<std::uint32_t> bus;
-  if (const auto colon = s.rfind(':'); colon != std::string_view::npos) {
-    domain = hex(s.substr(0, colon), 8);
-    bus = hex(s.substr(colon + 1), 2);
-  } else {
-    bus = hex(s, 2);
-  }
-  if (!function || !device || !domain || !bus) return std::nullopt;
-  return std::array<std::uint32_t, 4>{*domain, *bus, *device, *function};
-}
-
 bool names(std::string_view id, const model::GpuInfo& gpu) {
   if (all_digits(id)) {
     unsigned index = 0;
@@ -61,8 +32,11 @@ bool names(std::string_view id, const model::GpuInfo& gpu) {
   if (!gpu.uuid.empty() && iequals(id, gpu.uuid)) return true;
   if (gpu.pci_bus_id.empty()) return false;
   if (iequals(id, gpu.pci_bus_id)) return true;
-  const auto wanted = parse_bus_id(id);
-  return wanted && wanted == parse_bus_id(gpu.pci_bus_id);
+  // NVML writes "00000000:18:00.0", users "0000:18:00.0" or "18:00.0": compared as numbers, the
+  // function included (a bus id names one).
+  const auto wanted = analysis::parse_pci_address(id);
+  const auto have = analysis::parse_pci_address(gpu.pci_bus_id);
+  return wanted && have && wanted->function && *wanted == *have && wanted->function == have->function;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/agent.h"
+#include "agent/simulated_agent.h"
 #include "e2e/http_client.h"
 
 namespace gpuscope::agent {
@@ -58,23 +59,7 @@ class CostCountersTest : public ::testing::Test {
 
   // An agent on the golden scenario (GPU 0 trains with pid 1000 alone for its first 5 minutes, GPU 1
   // is idle), started at the clock's time.
-  std::unique_ptr<Agent> start_agent() {
-    setenv("GPUSCOPE_SIM_SCENARIO", GPUSCOPE_SOURCE_DIR "/scenarios/golden.yaml", 1);
-    setenv("GPUSCOPE_SIM_TIME", "0", 1);
-    nvml::BackendOptions o;
-    o.simulate = true;
-    o.library_path = GPUSCOPE_SIM_LIB;
-    auto backend = nvml::NvmlBackend::open(o);
-    unsetenv("GPUSCOPE_SIM_TIME");
-    EXPECT_TRUE(backend.has_value());
-    if (!backend) return nullptr;
-    auto agent = Agent::load(config_, log_);
-    EXPECT_TRUE(agent);
-    if (!agent) return nullptr;
-    auto started = (*agent)->start(std::move(*backend), [] { return false; });
-    EXPECT_TRUE(started && *started == Agent::Started::kServing);
-    return std::move(*agent);
-  }
+  std::unique_ptr<Agent> start_agent() { return agent_testing::start_simulated_agent(config_, log_, "golden.yaml"); }
 
   // The value of the sample of `name` whose labels hold gpu="GPU" and `also`; -1 when there is none.
   static double value(int port, const std::string& name, int gpu, const std::string& also = {}) {

@@ -24,6 +24,10 @@ TEST(PciAddress, NvmlAndKernelSpellingsOfOneGpuAreEqual) {
   EXPECT_EQ(nvml->bus, 0x3bu);
   EXPECT_NE(*nvml, *parse_pci_address("0000:3c:00"));
   EXPECT_NE(*nvml, *parse_pci_address("0001:3b:00"));
+  // The function, where written, is kept (a bus id names one); the kernel log writes none.
+  EXPECT_EQ(nvml->function, 0u);
+  EXPECT_EQ(parse_pci_address("3b:00.7")->function, 7u);
+  EXPECT_FALSE(kernel->function.has_value());
 }
 
 TEST(PciAddress, RejectsWhatIsNotAnAddress) {
@@ -43,7 +47,7 @@ TEST(KernelXidLines, ReadsDmesgJournalAndKmsgSpellings) {
       "NVRM: Xid (0000:01:00): 31, Ch 00000010, intr 10000000. MMU Fault\n");
   ASSERT_EQ(xids.size(), 4u);
   EXPECT_EQ(xids[0].xid, 79u);
-  EXPECT_EQ(xids[0].pci, (PciAddress{0, 0x3b, 0}));
+  EXPECT_EQ(xids[0].pci, (PciAddress{0, 0x3b, 0, std::nullopt}));
   EXPECT_EQ(xids[0].pci_text, "0000:3b:00");
   EXPECT_EQ(xids[0].text, "pid=1234, name=python, GPU has fallen off the bus.");
   EXPECT_EQ(xids[1].xid, 48u);
