@@ -9,6 +9,7 @@
 #include "agent/cost_history.h"
 #include "agent/cost_metering.h"
 #include "analysis/window_summary.h"
+#include "http/route_prefix.h"
 
 namespace gpuscope::agent {
 namespace {
@@ -459,17 +460,17 @@ std::expected<void, AgentError> Agent::start_http() {
   options.port = config_.port;
   options.max_connections = config_.max_connections;
   options.header_timeout = config_.http_timeout;
-  auto server = http::HttpServer::start(
-      options,
-      [this](const http::HttpRequest& r) {
-        if (http::QueryApi::handles(r.path())) return query_api_->handle(r);
-        if (http::RulesApi::handles(r.path())) return rules_api_->handle(r);
-        if (http::DiagnosisApi::handles(r.path())) return diagnosis_api_->handle(r);
-        if (http::TrainingApi::handles(r.path())) return training_api_->handle(r);
-        if (http::CheckApi::handles(r.path())) return check_api_->handle(r);
-        return routes_->handle(r);
-      },
-      log_);
+  http::HttpHandler handler = [this](const http::HttpRequest& r) {
+    if (http::QueryApi::handles(r.path())) return query_api_->handle(r);
+    if (http::RulesApi::handles(r.path())) return rules_api_->handle(r);
+    if (http::DiagnosisApi::handles(r.path())) return diagnosis_api_->handle(r);
+    if (http::TrainingApi::handles(r.path())) return training_api_->handle(r);
+    if (http::CheckApi::handles(r.path())) return check_api_->handle(r);
+    if (http::WebUi::handles(r.path())) return web_ui_.handle(r);
+    return routes_->handle(r);
+  };
+  if (!config_.route_prefix.empty()) handler = http::with_route_prefix(config_.route_prefix, std::move(handler));
+  auto server = http::HttpServer::start(options, std::move(handler), log_);
   if (!server) return std::unexpected(runtime_error(server.error()));
   server_ = std::move(*server);
   const std::string& host = config_.host;

@@ -34,6 +34,7 @@
 #include "http/rules_api.h"
 #include "http/check_api.h"
 #include "http/training_api.h"
+#include "http/web_ui.h"
 #include "log/logger.h"
 #include "notify/notifier.h"
 #include "nvml/nvml_backend.h"
@@ -178,6 +179,7 @@ class Agent {
   std::unique_ptr<TrainingTracker> training_;
   std::unique_ptr<http::TrainingApi> training_api_;
   std::unique_ptr<http::CheckApi> check_api_;
+  http::WebUi web_ui_;
   std::unique_ptr<http::HttpServer> server_;
   // With --preemption-notice: started after the sampler (the response reads its latest reading's
   // processes), stopped before it and before the notifier it sends through.

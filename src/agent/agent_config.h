@@ -35,6 +35,7 @@ struct AgentConfig {
   exporter::GpuMetricsOptions metrics;
   unsigned max_connections = 256;
   std::chrono::seconds http_timeout{10};
+  std::string route_prefix;  // "/gpuscope": every route answered below it (normalized); empty: none
   // History: the exported series recorded under data_dir, kept for `retention`, written every
   // `flush_interval` (at most that much is lost to a kill -9).
   bool history = true;

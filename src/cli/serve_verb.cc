@@ -17,6 +17,7 @@
 #include "analysis/thresholds.h"
 #include "http/diagnosis_api.h"
 #include "http/http_server.h"
+#include "http/route_prefix.h"
 #include "promql/parser.h"
 #include "store/labels.h"
 #include "store/tsdb.h"
@@ -52,6 +53,7 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
   auto app = make_verb_app(
       "serve",
       "Run the node agent: read every GPU once per --interval and serve the readings over HTTP.\n"
+      "  /              the web dashboard: a card per GPU, live charts by failure mode, processes, alerts, cost\n"
       "  /metrics       Prometheus text (OpenMetrics when asked), dcgm-exporter's metric names and labels\n"
       "  /healthz       200 while readings are fresh (also /health, dcgm-exporter's path)\n"
       "  /api/v1/gpus   GPUs and their latest values as JSON\n"
@@ -102,6 +104,11 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
   app->add_option("--log-level", log_level, "debug, info (default), warn or error")->type_name("LEVEL");
   app->add_option("--max-connections", max_connections, "concurrent HTTP connections (default 256)")
       ->type_name("N");
+  std::string route_prefix;
+  app->add_option("--web.route-prefix", route_prefix,
+                  "answer every route below this path (/gpuscope/metrics, /gpuscope/ for the dashboard), for a "
+                  "reverse proxy that forwards one path of a shared host (default: none)")
+      ->type_name("PATH");
   app->add_option("--http-timeout", http_timeout,
                   "a request's headers must arrive within this; also the keep-alive idle limit (default 10s)")
       ->type_name("DURATION");
@@ -355,6 +362,9 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
     return std::unexpected(usage(fmt::format("invalid value '{}' for --http-timeout (1s to 1h)", http_timeout)));
   }
   o.http_timeout = std::chrono::duration_cast<std::chrono::seconds>(*ht);
+  auto prefix = http::normalize_route_prefix(route_prefix);
+  if (!prefix) return std::unexpected(usage(prefix.error()));
+  o.route_prefix = std::move(*prefix);
   return o;
 }
 

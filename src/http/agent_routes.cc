@@ -14,20 +14,6 @@
 namespace gpuscope::http {
 namespace {
 
-std::string html_escape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out.push_back(c);
-    }
-  }
-  return out;
-}
-
 HttpResponse text_response(int status, std::string body) {
   return {status, "text/plain; charset=utf-8", std::move(body), {}, nullptr};
 }
@@ -60,9 +46,8 @@ void AgentRoutes::reload_failed() {
 
 HttpResponse AgentRoutes::handle(const HttpRequest& request) {
   const auto path = request.path();
-  const bool known = path == "/metrics" || path == "/healthz" || path == "/health" || path == "/api/v1/gpus" ||
-                     path == "/";
-  if (!known) return text_response(404, fmt::format("404 not found: {} (see / for the endpoints)\n", path));
+  const bool known = path == "/metrics" || path == "/healthz" || path == "/health" || path == "/api/v1/gpus";
+  if (!known) return text_response(404, fmt::format("404 not found: {} (see / for the dashboard and the endpoints)\n", path));
   if (request.method() != "GET" && request.method() != "HEAD") {
     auto r = text_response(405, fmt::format("405 method {} not allowed on {} (GET or HEAD)\n", request.method(), path));
     r.headers.emplace_back("Allow", "GET, HEAD");
@@ -70,8 +55,7 @@ HttpResponse AgentRoutes::handle(const HttpRequest& request) {
   }
   if (path == "/metrics") return metrics(request);
   if (path == "/healthz" || path == "/health") return health();
-  if (path == "/api/v1/gpus") return gpus_json();
-  return index();
+  return gpus_json();
 }
 
 std::shared_ptr<const std::string> AgentRoutes::gpu_text(const std::shared_ptr<const sampler::Publication>& pub,
@@ -227,38 +211,6 @@ HttpResponse AgentRoutes::gpus_json() const {
     }
   }
   return {200, "application/json", exporter::json_line(doc) + "\n", {}, nullptr};
-}
-
-HttpResponse AgentRoutes::index() const {
-  std::string gpus;
-  for (const auto& g : gpus_) {
-    gpus += fmt::format("<li>GPU {}: {} ({})</li>\n", g.index, html_escape(g.name), html_escape(g.uuid));
-  }
-  // Every route `gpuscope serve` answers (the query and rules APIs are always mounted beside these
-  // routes; without --rules they answer empty lists, as Prometheus does), each linked with arguments
-  // that work, except query_range, whose times no static link can know.
-  return {200, "text/html; charset=utf-8",
-          fmt::format("<!doctype html>\n<html><head><title>gpuscope on {0}</title></head><body>\n"
-                      "<h1>gpuscope {1} on {0}</h1>\n<ul>\n{2}</ul>\n"
-                      "<p><a href=\"/metrics\">/metrics</a>: Prometheus metrics (dcgm-exporter names)</p>\n"
-                      "<p><a href=\"/healthz\">/healthz</a> (also /health): 200 while readings are fresh</p>\n"
-                      "<p><a href=\"/api/v1/gpus\">/api/v1/gpus</a>: GPUs and latest values as JSON</p>\n"
-                      "<p><a href=\"/api/v1/diagnosis\">/api/v1/diagnosis</a>: each GPU's verdict, why it is slow or "
-                      "wasted (?gpu=0, ?window=5m&amp;time=&hellip;)</p>\n"
-                      "<h2>Query API (Prometheus's, over the agent's history)</h2>\n<ul>\n"
-                      "<li><a href=\"/api/v1/query?query=DCGM_FI_DEV_GPU_TEMP\">/api/v1/query?query=DCGM_FI_DEV_GPU_TEMP</a></li>\n"
-                      "<li>/api/v1/query_range?query=&hellip;&amp;start=&hellip;&amp;end=&hellip;&amp;step=&hellip;</li>\n"
-                      "<li><a href=\"/api/v1/series?match%5B%5D=DCGM_FI_DEV_GPU_TEMP\">/api/v1/series?match[]=DCGM_FI_DEV_GPU_TEMP</a></li>\n"
-                      "<li><a href=\"/api/v1/labels\">/api/v1/labels</a></li>\n"
-                      "<li><a href=\"/api/v1/label/__name__/values\">/api/v1/label/__name__/values</a></li>\n"
-                      "<li><a href=\"/api/v1/status/buildinfo\">/api/v1/status/buildinfo</a></li>\n"
-                      "</ul>\n<h2>Rules (--rules)</h2>\n<ul>\n"
-                      "<li><a href=\"/api/v1/alerts\">/api/v1/alerts</a>: pending and firing alerts</li>\n"
-                      "<li><a href=\"/api/v1/rules\">/api/v1/rules</a>: rule groups and their state</li>\n"
-                      "</ul>\n</body></html>\n",
-                      html_escape(system_.hostname), html_escape(version_), gpus),
-          {},
-          nullptr};
 }
 
 }  // namespace gpuscope::http

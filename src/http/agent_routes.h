@@ -1,6 +1,6 @@
 // AgentRoutes: what `gpuscope serve` answers over HTTP: /metrics (Prometheus text or OpenMetrics,
-// gzip on request), /healthz and /health, /api/v1/gpus (inventory and latest values as JSON) and an
-// index page. Every answer is built from the sampler's latest publication; no handler calls NVML.
+// gzip on request), /healthz and /health, /api/v1/gpus (inventory and latest values as JSON); the
+// dashboard at / is WebUi's. Every answer is built from the sampler's latest publication; no handler calls NVML.
 #pragma once
 
 #include <atomic>
@@ -69,7 +69,6 @@ class AgentRoutes {
   HttpResponse metrics(const HttpRequest& request);
   HttpResponse health() const;
   HttpResponse gpus_json() const;
-  HttpResponse index() const;
   // The GPU families for (publication, metric set, format), rendered once and shared by the scrapes.
   std::shared_ptr<const std::string> gpu_text(const std::shared_ptr<const sampler::Publication>& pub,
                                               const std::shared_ptr<const exporter::MetricSet>& set,

@@ -104,7 +104,7 @@ MHD_Response* make_response(const HttpResponse& r) {
 MHD_Result queue(MHD_Connection* connection, const HttpResponse& r) {
   MHD_Response* response = make_response(r);
   if (response == nullptr) return MHD_NO;
-  mhd().add_response_header(response, "Content-Type", r.content_type.c_str());
+  if (!r.content_type.empty()) mhd().add_response_header(response, "Content-Type", r.content_type.c_str());
   for (const auto& [k, v] : r.headers) mhd().add_response_header(response, k.c_str(), v.c_str());
   const MHD_Result rc = mhd().queue_response(connection, static_cast<unsigned>(r.status), response);
   mhd().destroy_response(response);

@@ -32,6 +32,13 @@ class HttpRequest {
   std::string_view method() const { return method_; }
   std::string_view path() const { return path_; }
   std::string_view body() const { return body_; }
+  // The same request (headers, query, body) at another path: a route prefix stripped. `path` must live
+  // as long as the copy (a part of this request's path does).
+  HttpRequest with_path(std::string_view path) const {
+    HttpRequest r = *this;
+    r.path_ = path;
+    return r;
+  }
   // A request header (case-insensitive name), or nullopt.
   std::optional<std::string_view> header(const char* name) const;
   // A URL query argument (decoded), or nullopt.

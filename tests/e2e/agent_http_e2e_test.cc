@@ -133,5 +133,43 @@ TEST(AgentHttpE2e, HeadAnswersWithTheStatusAndHeadersOfGetOnEveryRoute) {
   EXPECT_GT(std::atol(api.headers["content-length"].c_str()), 0);
 }
 
+TEST(AgentHttpE2e, UnderARoutePrefixEveryRouteAnswersBelowItAndNothingOutside) {
+  Agent agent({"--simulate=" + scenario("demo.yaml"), "serve", "--listen", "127.0.0.1:0", "--web.route-prefix",
+               "/gpuscope/"},
+              frozen_env(600));
+  HttpResult health;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (health.status != 200 && std::chrono::steady_clock::now() < deadline) {
+    health = http_get(agent.port, "/gpuscope/healthz");
+    if (health.status != 200) std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_EQ(health.status, 200) << agent.process->output();
+  auto metrics = http_get(agent.port, "/gpuscope/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find("DCGM_FI_DEV_GPU_TEMP{"), std::string::npos);
+  auto query = http_get(agent.port, "/gpuscope/api/v1/query?query=count(DCGM_FI_DEV_GPU_TEMP)");
+  EXPECT_EQ(query.status, 200) << query.body;
+  auto page = http_get(agent.port, "/gpuscope/");
+  EXPECT_EQ(page.status, 200);
+  EXPECT_EQ(page.headers["content-type"], "text/html; charset=utf-8");
+  EXPECT_EQ(http_get(agent.port, "/gpuscope/static/uPlot.iife.min.js").status, 200);
+  for (const char* root : {"/", "/gpuscope"}) {
+    auto r = http_get(agent.port, root);
+    EXPECT_EQ(r.status, 302) << root;
+    EXPECT_EQ(r.headers["location"], "/gpuscope/") << root;
+  }
+  for (const char* outside : {"/metrics", "/healthz", "/api/v1/gpus", "/static/uPlot.min.css", "/gpuscopex/metrics"}) {
+    EXPECT_EQ(http_get(agent.port, outside).status, 404) << outside;
+  }
+}
+
+TEST(AgentHttpE2e, ARoutePrefixAUrlCannotHoldIsOneLineAndExit2) {
+  auto r = run_command({GPUSCOPE_EXE, "--simulate=" + scenario("demo.yaml"), "serve", "--no-history",
+                        "--web.route-prefix", "/a b"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("invalid --web.route-prefix '/a b'"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
 }  // namespace
 }  // namespace gpuscope::e2e
