@@ -13,6 +13,7 @@
 #include "cli/diagnose_verb.h"
 #include "cli/dmon_verb.h"
 #include "cli/eval_verb.h"
+#include "cli/grafana_verb.h"
 #include "cli/import_verb.h"
 #include "cli/info_verb.h"
 #include "cli/invocation.h"
@@ -22,12 +23,17 @@
 #include "cli/stop_signal.h"
 #include "cli/rules_verb.h"
 #include "cli/select_verb.h"
+#include "cli/top_verb.h"
 #include "cli/trace_verb.h"
 
 namespace gpuscope::cli {
 namespace {
 
 constexpr std::string_view kVersion = "gpuscope " GPUSCOPE_VERSION;
+
+// Every verb, in the order of the usage text: the errors for a missing or unknown one name them.
+constexpr std::string_view kVerbs =
+    "list, info, query, dmon, top, check, select, serve, eval, diagnose, cost, import, trace, rules, backtest, grafana-dashboard";
 
 constexpr std::string_view kUsage =
     "Usage: gpuscope [global options] <command> [options]\n"
@@ -39,11 +45,12 @@ constexpr std::string_view kUsage =
     "  info      driver, NVML library loaded, each GPU's identity, memory, clocks and limits\n"
     "  query     nvidia-smi --query-gpu / --query-compute-apps: same names and CSV, or numeric JSON\n"
     "  dmon      nvidia-smi dmon: one row per GPU per interval, or NDJSON\n"
+    "  top       full-screen live view like nvtop: GPU util beside SM active, verdicts, processes\n"
     "  check     pre-flight health gate for a job: ECC, XIDs, row remaps, PCIe link, thermal,\n"
     "            persistence mode, driver vs CUDA runtime; exit 1 when a check fails\n"
     "  select    the N least busy healthy GPUs as CUDA_VISIBLE_DEVICES=... for a launch script\n"
-    "  serve     the node agent: /metrics for Prometheus (dcgm-exporter's names), /healthz, /api/v1/gpus,\n"
-    "            history and Prometheus's query API (/api/v1/query, query_range, series, labels)\n"
+    "  serve     the node agent: a web dashboard at /, /metrics for Prometheus (dcgm-exporter's names),\n"
+    "            /healthz, /api/v1/gpus, history and Prometheus's query API (/api/v1/query, query_range)\n"
     "  eval      a PromQL query over the agent's history (a running agent, or its data directory)\n"
     "  diagnose  why each GPU is slow or wasted: a verdict per GPU with evidence and fix, or a timeline\n"
     "  cost      what the GPUs cost and wasted (per GPU, process, job or label), a monthly projection\n"
@@ -52,6 +59,7 @@ constexpr std::string_view kUsage =
     "  trace     analyse PyTorch profiler traces (a file or a directory of ranks): idle, kernels, verdict\n"
     "  rules     check Prometheus rule files and run their unit tests (promtool check rules / test rules)\n"
     "  backtest  a scenario through the agent and its rules on a virtual clock: the alert timeline\n"
+    "  grafana-dashboard  Grafana dashboard JSON by failure mode (gpuscope and dcgm-exporter series)\n"
     "\n"
     "Global options (before or after the command):\n"
     "  --simulate[=SCENARIO]  use gpuscope's simulated NVML library, optionally with a scenario file\n"
@@ -128,6 +136,7 @@ int dispatch(std::span<const char* const> argv, Invocation& inv) {
   if (cl->verb == "info") return run_info(args, inv);
   if (cl->verb == "query") return run_query(args, inv);
   if (cl->verb == "dmon") return run_dmon(args, inv);
+  if (cl->verb == "top") return run_top(args, inv);  // NVML, or an agent's API with --url
   if (cl->verb == "check") return run_health_check(args, inv);
   if (cl->verb == "select") return run_select(args, inv);
   if (cl->verb == "serve") return run_serve(args, inv);
@@ -138,14 +147,15 @@ int dispatch(std::span<const char* const> argv, Invocation& inv) {
   if (cl->verb == "trace") return run_trace(args, inv);  // reads files only: never opens NVML
   if (cl->verb == "rules") return run_rules(args, inv);  // rule files only: never opens NVML
   if (cl->verb == "backtest") return run_backtest(args, inv);  // always the simulator, on a virtual clock
-  if (cl->verb.empty()) return usage_error(inv.err, "no command given (list, info, query, dmon, check, select, serve, eval, diagnose, cost, import, trace, rules, backtest; see 'gpuscope --help')");
+  if (cl->verb == "grafana-dashboard") return run_grafana_dashboard(args, inv);  // prints JSON: never opens NVML
+  if (cl->verb.empty()) return usage_error(inv.err, fmt::format("no command given ({}; see 'gpuscope --help')", kVerbs));
   if (cl->global.simulate && cl->global.scenario.empty() && looks_like_scenario(cl->verb)) {
     // `--simulate FILE` reads FILE as the command: the scenario needs '=' (a bare --simulate is valid alone).
     return usage_error(inv.err, fmt::format("unknown command '{}': to simulate that scenario, write --simulate={}",
                                             cl->verb, cl->verb));
   }
   return usage_error(inv.err,
-                     fmt::format("unknown command '{}' (list, info, query, dmon, check, select, serve, eval, diagnose, cost, import, trace, rules, backtest; see 'gpuscope --help')", cl->verb));
+                     fmt::format("unknown command '{}' ({}; see 'gpuscope --help')", cl->verb, kVerbs));
 }
 
 int run(std::span<const char* const> argv, std::ostream& out, std::ostream& err, const std::atomic<bool>& stop,

@@ -197,6 +197,7 @@ HttpResponse AgentRoutes::gpus_json() const {
     nlohmann::ordered_json procs = nlohmann::ordered_json::array();
     for (const auto& p : sample->processes) {
       nlohmann::ordered_json j{{"pid", p.pid}, {"name", p.identity.name}};
+      if (!p.identity.user.empty()) j["user"] = p.identity.user;
       if (p.used_memory_bytes) j["used_memory_bytes"] = *p.used_memory_bytes;
       if (p.sm_util_percent) j["sm_utilization_ratio"] = *p.sm_util_percent / 100.0;
       if (p.mem_util_percent) j["memory_utilization_ratio"] = *p.mem_util_percent / 100.0;

@@ -409,6 +409,9 @@ nvmlReturn_t gpuscopeSimGetTime(unsigned long long* unixNs);
 // The scenario's name for a simulated pid (its pids live in no PID namespace of this host).
 // NOT_FOUND for a pid the scenario does not have.
 nvmlReturn_t gpuscopeSimGetProcessName(unsigned int pid, char* name, unsigned int length);
+// The scenario's user of a simulated pid (what /proc would say on a host); NOT_FOUND for a pid it does
+// not have or that names no user.
+nvmlReturn_t gpuscopeSimGetProcessUser(unsigned int pid, char* user, unsigned int length);
 // The scenario's node hostname (node.hostname), so labels match the simulated node, not this machine.
 nvmlReturn_t gpuscopeSimGetHostname(char* name, unsigned int length);
 // How many times `function` (an NVML function name) was called since the library was loaded, for

@@ -253,11 +253,17 @@ std::expected<void, BackendError> NvmlBackend::discover() {
     state_.push_back(std::move(state));
   }
   proc_resolver_ = std::make_unique<ProcessResolver>(
-      proc_root_, [lib = library_.get()](unsigned pid) -> std::optional<std::string> {
+      proc_root_, [lib = library_.get()](unsigned pid) -> std::optional<model::ProcessIdentity> {
         if (lib->SimGetProcessName == nullptr) return std::nullopt;
         char name[256] = {};
         if (lib->SimGetProcessName(pid, name, sizeof name) != NVML_SUCCESS) return std::nullopt;
-        return c_string(name, sizeof name);
+        model::ProcessIdentity id;
+        id.name = c_string(name, sizeof name);
+        char user[64] = {};
+        if (lib->SimGetProcessUser != nullptr && lib->SimGetProcessUser(pid, user, sizeof user) == NVML_SUCCESS) {
+          id.user = c_string(user, sizeof user);
+        }
+        return id;
       });
   return {};
 }

@@ -171,6 +171,7 @@ void NvmlLibrary::resolve_all() {
   resolve(SimSetTime, {"gpuscopeSimSetTime"});
   resolve(SimGetTime, {"gpuscopeSimGetTime"});
   resolve(SimGetProcessName, {"gpuscopeSimGetProcessName"});
+  resolve(SimGetProcessUser, {"gpuscopeSimGetProcessUser"});
   resolve(SimGetHostname, {"gpuscopeSimGetHostname"});
   resolve(SimGetInitFailure, {"gpuscopeSimGetInitFailure"});
 }

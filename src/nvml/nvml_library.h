@@ -111,6 +111,7 @@ class NvmlLibrary {
   decltype(&::gpuscopeSimSetTime) SimSetTime = nullptr;
   decltype(&::gpuscopeSimGetTime) SimGetTime = nullptr;
   decltype(&::gpuscopeSimGetProcessName) SimGetProcessName = nullptr;
+  decltype(&::gpuscopeSimGetProcessUser) SimGetProcessUser = nullptr;
   decltype(&::gpuscopeSimGetHostname) SimGetHostname = nullptr;
   decltype(&::gpuscopeSimGetInitFailure) SimGetInitFailure = nullptr;
 

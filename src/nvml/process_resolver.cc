@@ -34,8 +34,8 @@ bool is_hex_id(std::string_view s) {
 
 }  // namespace
 
-ProcessResolver::ProcessResolver(std::string proc_root, std::function<std::optional<std::string>(unsigned)> fallback)
-    : proc_root_(std::move(proc_root)), fallback_name_(std::move(fallback)) {}
+ProcessResolver::ProcessResolver(std::string proc_root, std::function<std::optional<model::ProcessIdentity>(unsigned)> fallback)
+    : proc_root_(std::move(proc_root)), fallback_(std::move(fallback)) {}
 
 model::ProcessIdentity ProcessResolver::resolve(unsigned pid) {
   if (auto it = cache_.find(pid); it != cache_.end()) return it->second;
@@ -53,11 +53,8 @@ model::ProcessIdentity ProcessResolver::read(unsigned pid) const {
   model::ProcessIdentity id;
   // The simulator's pids live in no PID namespace here: it is the authority for them, and a host
   // process that happens to have the same pid must not lend them its name.
-  if (fallback_name_) {
-    if (auto name = fallback_name_(pid)) {
-      id.name = *name;
-      return id;
-    }
+  if (fallback_) {
+    if (auto simulated = fallback_(pid)) return *simulated;
   }
   const std::string dir = proc_root_ + "/" + std::to_string(pid);
   struct stat st {};

@@ -13,9 +13,9 @@ namespace gpuscope::nvml {
 
 class ProcessResolver {
  public:
-  // `fallback_name` answers for pids /proc does not show (the simulator's pids); may be empty.
+  // `fallback` answers for pids the simulator owns (name, user): it is asked before /proc; may be empty.
   explicit ProcessResolver(std::string proc_root,
-                           std::function<std::optional<std::string>(unsigned)> fallback_name = {});
+                           std::function<std::optional<model::ProcessIdentity>(unsigned)> fallback = {});
 
   model::ProcessIdentity resolve(unsigned pid);
 
@@ -30,7 +30,7 @@ class ProcessResolver {
   model::ProcessIdentity read(unsigned pid) const;
 
   std::string proc_root_;
-  std::function<std::optional<std::string>(unsigned)> fallback_name_;
+  std::function<std::optional<model::ProcessIdentity>(unsigned)> fallback_;
   std::unordered_map<unsigned, model::ProcessIdentity> cache_;
 };
 

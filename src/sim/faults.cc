@@ -102,6 +102,7 @@ constexpr std::array kFunctionNames = std::to_array<std::string_view>({
     "gpuscopeSimSetTime",
     "gpuscopeSimGetTime",
     "gpuscopeSimGetProcessName",
+    "gpuscopeSimGetProcessUser",
     "gpuscopeSimGetHostname",
     "gpuscopeSimGetCallCount",
     "gpuscopeSimGetInitFailure",

@@ -242,6 +242,15 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t gpuscopeSimGetProcessName(unsigned int pid, cha
   });
 }
 
+GPUSCOPE_SIM_EXPORT nvmlReturn_t gpuscopeSimGetProcessUser(unsigned int pid, char* user, unsigned int length) {
+  return node_call("gpuscopeSimGetProcessUser", [&](Simulator& sim, double) {
+    if (user == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    const auto found = sim.process_user(pid);
+    if (!found) return NVML_ERROR_NOT_FOUND;
+    return copy_string(*found, user, length);
+  });
+}
+
 GPUSCOPE_SIM_EXPORT nvmlReturn_t gpuscopeSimGetCallCount(const char* function, unsigned long long* count) {
   try {
     LibraryState& lib = library();

@@ -56,4 +56,11 @@ std::optional<std::string_view> ProcessTable::name_of(unsigned pid) const {
   return std::nullopt;
 }
 
+std::optional<std::string_view> ProcessTable::user_of(unsigned pid) const {
+  for (const ProcessSpec& p : scenario_.processes) {
+    if (p.pid == pid) return p.user;
+  }
+  return std::nullopt;
+}
+
 }  // namespace gpuscope::sim

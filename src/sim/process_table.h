@@ -30,6 +30,8 @@ class ProcessTable {
 
   // The scenario's name for `pid` (alive or not), without the late-comers of faults.
   std::optional<std::string_view> name_of(unsigned pid) const;
+  // The scenario's user for `pid` (empty when it names none), nullopt for a pid it does not have.
+  std::optional<std::string_view> user_of(unsigned pid) const;
 
   // Pids of the processes a process_list_grows fault adds to `gpu`.
   static unsigned extra_pid(unsigned gpu, unsigned i) { return 900000 + gpu * 1000 + i; }

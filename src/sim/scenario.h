@@ -72,6 +72,7 @@ enum class ProcessType { kCompute, kGraphics };
 struct ProcessSpec {
   unsigned pid = 0;
   std::string name;
+  std::string user;  // its owner as /proc would say (the simulated pids have no /proc entry); empty: none
   std::vector<unsigned> gpus;
   double memory_bytes = 0;  // on each of its GPUs
   ProcessType type = ProcessType::kCompute;

@@ -400,12 +400,20 @@ class Parser {
     std::set<unsigned> pids;
     for (const auto& item : n) {
       const Map m(item, "a process",
-                  {"pid", "name", "gpu", "gpus", "per_gpu", "memory", "type", "start", "end", "leak"});
+                  {"pid", "name", "user", "gpu", "gpus", "per_gpu", "memory", "type", "start", "end", "leak"});
       const YAML::Node pid_node = m.require("pid", "a process");
       ProcessSpec p;
       p.pid = static_cast<unsigned>(uinteger(pid_node, "pid", 1, kMaxPid));
       p.name = m.has("name") ? scalar(*m.get("name"), "name") : "python";
       if (p.name.empty() || p.name.size() > 255) fail(item, "a process name must be 1-255 characters");
+      if (auto v = m.get("user")) {
+        p.user = scalar(*v, "user");
+        // A POSIX user name: what a real host's /etc/passwd could hold.
+        const bool ok = !p.user.empty() && p.user.size() <= 32 && p.user.front() != '-' &&
+                        p.user.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+                            std::string::npos;
+        if (!ok) fail(*v, "a process user must be 1-32 characters of letters, digits, '.', '_' or '-' (not first)");
+      }
       p.gpus = gpu_selection(m);
       p.memory_bytes = size(m.require("memory", "a process"), "memory");
       if (auto v = m.get("type")) {

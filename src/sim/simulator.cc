@@ -106,6 +106,12 @@ std::optional<std::string_view> Simulator::process_name(unsigned pid, double t) 
   return std::nullopt;
 }
 
+std::optional<std::string_view> Simulator::process_user(unsigned pid) const {
+  auto user = processes_.user_of(pid);
+  if (!user || user->empty()) return std::nullopt;
+  return user;
+}
+
 HealthCounts Simulator::health(unsigned gpu, double t) const {
   HealthCounts h;
   const GpuModel& model = *scenario_.gpus.at(gpu).model;

@@ -83,6 +83,8 @@ class Simulator {
   // The processes on a GPU at t, with those a fault added.
   std::vector<GpuProcess> processes(unsigned gpu, double t) const;
   std::optional<std::string_view> process_name(unsigned pid, double t) const;
+  // The scenario's user of a process (nullopt: no such pid, or it names none).
+  std::optional<std::string_view> process_user(unsigned pid) const;
 
   HealthCounts health(unsigned gpu, double t) const;
 

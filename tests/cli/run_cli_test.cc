@@ -58,11 +58,11 @@ TEST(RunCli, EveryVerbHasHelpWithAnExample) {
 }
 
 TEST(RunCli, NoVerbIsAUsageError) {
-  expect_usage_error(run_gpuscope({}), "no command given (list, info, query, dmon, check, select, serve, eval, diagnose, cost, import, trace, rules, backtest; see 'gpuscope --help')");
+  expect_usage_error(run_gpuscope({}), "no command given (list, info, query, dmon, top, check, select, serve, eval, diagnose, cost, import, trace, rules, backtest, grafana-dashboard; see 'gpuscope --help')");
 }
 
 TEST(RunCli, UnknownVerbIsAUsageError) {
-  expect_usage_error(run_gpuscope({"top"}), "unknown command 'top' (list, info, query, dmon, check, select, serve, eval, diagnose, cost, import, trace, rules, backtest; see 'gpuscope --help')");
+  expect_usage_error(run_gpuscope({"htop"}), "unknown command 'htop' (list, info, query, dmon, top, check, select, serve, eval, diagnose, cost, import, trace, rules, backtest, grafana-dashboard; see 'gpuscope --help')");
 }
 
 TEST(RunCli, UnknownGlobalFlagIsAUsageError) {

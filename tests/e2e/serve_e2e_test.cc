@@ -402,12 +402,16 @@ TEST(ServeE2e, HttpRequestsThatAreWrongGetFourHundredsNotACrash) {
   auto head = http_raw(agent.port, "HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(head.status, 200);
   EXPECT_EQ(head.body, "");
-  EXPECT_NE(http_get(agent.port, "/").body.find("href=\"/metrics\""), std::string::npos);
+  EXPECT_NE(http_get(agent.port, "/").body.find("href=\"metrics\""), std::string::npos);
   EXPECT_EQ(http_get(agent.port, "/health").status, 200);
   auto api = nlohmann::json::parse(http_get(agent.port, "/api/v1/gpus").body);
   ASSERT_EQ(api["gpus"].size(), 8u);
   EXPECT_EQ(api["gpus"][0]["up"], true);
   EXPECT_GT(api["gpus"][0]["values"]["power_usage_watts"].get<double>(), 0);
+  // The process and its owner, as the scenario names them (a host's /proc on a real driver).
+  ASSERT_EQ(api["gpus"][0]["processes"].size(), 1u) << api["gpus"][0].dump();
+  EXPECT_EQ(api["gpus"][0]["processes"][0]["name"], "python train.py --config llama-8b.yaml");
+  EXPECT_EQ(api["gpus"][0]["processes"][0]["user"], "alice");
   EXPECT_TRUE(agent.process->running()) << agent.process->output();
 }
 

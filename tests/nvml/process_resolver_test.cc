@@ -51,12 +51,17 @@ TEST_F(FakeProc, PidOutsideThisNamespaceIsReportedNotVisible) {
 
 TEST_F(FakeProc, FallbackNameWinsOverAHostProcessWithTheSamePid) {
   add(77, "sshd", "sshd", "0::/\n");
-  ProcessResolver r(root_.string(), [](unsigned pid) -> std::optional<std::string> {
-    if (pid == 77) return "python";
-    return std::nullopt;
+  ProcessResolver r(root_.string(), [](unsigned pid) -> std::optional<model::ProcessIdentity> {
+    if (pid != 77) return std::nullopt;
+    model::ProcessIdentity id;
+    id.name = "python";
+    id.user = "alice";
+    return id;
   });
   auto id = r.resolve(77);
   EXPECT_EQ(id.name, "python");
+  EXPECT_EQ(id.user, "alice") << "the simulator's user, not sshd's owner";
+  EXPECT_EQ(id.command_line, "");
   EXPECT_FALSE(id.visible);
 }
 

@@ -136,6 +136,30 @@ TEST(Processes, NamesComeFromTheScenario) {
   EXPECT_EQ(NVML(gpuscopeSimGetProcessName)(4242, nullptr, 4), NVML_ERROR_INVALID_ARGUMENT);
 }
 
+TEST(Processes, UsersComeFromTheScenarioAndAProcessWithoutOneHasNone) {
+  Session s("demo", 0.0);
+  ASSERT_TRUE(s.ok());
+  char user[64];
+  ASSERT_EQ(NVML(gpuscopeSimGetProcessUser)(4242, user, sizeof user), NVML_SUCCESS);
+  EXPECT_STREQ(user, "alice");
+  ASSERT_EQ(NVML(gpuscopeSimGetProcessUser)(4249, user, sizeof user), NVML_SUCCESS) << "per_gpu pids share it";
+  EXPECT_STREQ(user, "alice");
+  ASSERT_EQ(NVML(gpuscopeSimGetProcessUser)(5300, user, sizeof user), NVML_SUCCESS);
+  EXPECT_STREQ(user, "bob");
+  EXPECT_EQ(NVML(gpuscopeSimGetProcessUser)(4250, user, sizeof user), NVML_ERROR_NOT_FOUND);
+  EXPECT_EQ(NVML(gpuscopeSimGetProcessUser)(4242, user, 3), NVML_ERROR_INSUFFICIENT_SIZE);
+  EXPECT_EQ(NVML(gpuscopeSimGetProcessUser)(4242, nullptr, 3), NVML_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(Processes, AProcessTheScenarioGivesNoUserHasNone) {
+  Session s("stalled", 0.0);
+  ASSERT_TRUE(s.ok());
+  char user[64];
+  char name[128];
+  ASSERT_EQ(NVML(gpuscopeSimGetProcessName)(3800, name, sizeof name), NVML_SUCCESS);
+  EXPECT_EQ(NVML(gpuscopeSimGetProcessUser)(3800, user, sizeof user), NVML_ERROR_NOT_FOUND);
+}
+
 TEST(Processes, LegacyBuildServesTheOldFunctions) {
   auto& legacy = SimLibrary::legacy();
   Session s("golden", 700.0, legacy);

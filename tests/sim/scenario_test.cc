@@ -220,6 +220,8 @@ TEST(BadScenarios, InitFailsWithFileLineAndReason) {
       {g + "processes:\n  - pid: 1\n    memory: lots\n", {"", 6, "bad size 'lots'"}},
       {g + "processes:\n  - pid: 1\n    memory: 1GiB\n    leak: 5MiB\n", {"", 7, "bad rate '5MiB'"}},
       {g + "processes:\n  - pid: 1\n    memory: 100GiB\n", {"", 6, "does not fit gpu 0"}},
+      {g + "processes:\n  - pid: 1\n    memory: 1GiB\n    user: \"a b\"\n", {"", 7, "a process user must be"}},
+      {g + "processes:\n  - pid: 1\n    memory: 1GiB\n    user: -x\n", {"", 7, "a process user must be"}},
       {g + "workload:\n  timeline:\n    - at: 1m\n      profile: idle\n      gpus: [0, 7]\n",
        {"", 8, "gpu 7 out of range"}},
       {g + "events:\n  - at: 1m\n    xid: 79\n    ecc: single_bit\n", {"", 5, "exactly one of"}},
