@@ -9,6 +9,7 @@
 #include "agent/cost_history.h"
 #include "agent/cost_metering.h"
 #include "analysis/window_summary.h"
+#include "http/gzip.h"
 #include "http/route_prefix.h"
 
 namespace gpuscope::agent {
@@ -460,7 +461,7 @@ std::expected<void, AgentError> Agent::start_http() {
   options.port = config_.port;
   options.max_connections = config_.max_connections;
   options.header_timeout = config_.http_timeout;
-  http::HttpHandler handler = [this](const http::HttpRequest& r) {
+  const auto route = [this](const http::HttpRequest& r) {
     if (http::QueryApi::handles(r.path())) return query_api_->handle(r);
     if (http::RulesApi::handles(r.path())) return rules_api_->handle(r);
     if (http::DiagnosisApi::handles(r.path())) return diagnosis_api_->handle(r);
@@ -468,6 +469,11 @@ std::expected<void, AgentError> Agent::start_http() {
     if (http::CheckApi::handles(r.path())) return check_api_->handle(r);
     if (http::WebUi::handles(r.path())) return web_ui_.handle(r);
     return routes_->handle(r);
+  };
+  http::HttpHandler handler = [route](const http::HttpRequest& r) {
+    auto response = route(r);
+    http::gzip_json_if_accepted(r, response);
+    return response;
   };
   if (!config_.route_prefix.empty()) handler = http::with_route_prefix(config_.route_prefix, std::move(handler));
   auto server = http::HttpServer::start(options, std::move(handler), log_);

@@ -42,4 +42,17 @@ std::string gzip_compress(std::string_view data) {
   return out;
 }
 
+void gzip_json_if_accepted(const HttpRequest& request, HttpResponse& response) {
+  constexpr std::size_t kMinBytes = 1024;
+  if (!response.content_type.starts_with("application/json") || response.content().size() < kMinBytes) return;
+  for (const auto& [name, value] : response.headers) {
+    if (name == "Content-Encoding") return;
+  }
+  if (!accepts_gzip(request.header("Accept-Encoding").value_or(""))) return;
+  response.body = gzip_compress(response.content());
+  response.shared_body.reset();
+  response.headers.emplace_back("Content-Encoding", "gzip");
+  response.headers.emplace_back("Vary", "Accept-Encoding");
+}
+
 }  // namespace gpuscope::http

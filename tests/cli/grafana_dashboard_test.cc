@@ -116,7 +116,8 @@ TEST(GrafanaDashboard, HasTheFieldsGrafanasDashboardSchemaRequires) {
 
 TEST(GrafanaDashboard, PanelIdsAreUnique) {
   std::set<int> ids;
-  for (const json& p : dashboard()["panels"]) EXPECT_TRUE(ids.insert(p["id"].get<int>()).second) << p["id"];
+  const json d = dashboard();  // held: a range-for over a temporary's member would read freed memory
+  for (const json& p : d["panels"]) EXPECT_TRUE(ids.insert(p["id"].get<int>()).second) << p["id"];
 }
 
 TEST(GrafanaDashboard, PanelsStayOnTheGridAndNeverOverlap) {
@@ -252,7 +253,8 @@ TEST(GrafanaDashboard, VerdictTimelineNumbersTheDiagnosisOwnVerdicts) {
     EXPECT_EQ(codes[i], analysis::verdict_id(static_cast<analysis::Verdict>(i))) << i;
   }
   // The value mapping turns each code back into its verdict.
-  for (const json& p : dashboard()["panels"]) {
+  const json d = dashboard();
+  for (const json& p : d["panels"]) {
     if (p["title"] != "Verdict per GPU") continue;
     const json& options = p["fieldConfig"]["defaults"]["mappings"][0]["options"];
     for (std::size_t i = 0; i < codes.size(); ++i) EXPECT_EQ(options[std::to_string(i + 1)]["text"], codes[i]);

@@ -9,6 +9,8 @@
 #include <set>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "e2e/agent_fixture.h"
 #include "e2e/background_process.h"
 #include "e2e/command_runner.h"
@@ -165,6 +167,21 @@ TEST(AgentHttpE2e, UnderARoutePrefixEveryRouteAnswersBelowItAndNothingOutside) {
   }
   for (const char* outside : {"/metrics", "/healthz", "/api/v1/gpus", "/static/uPlot.min.css", "/gpuscopex/metrics"}) {
     EXPECT_EQ(http_get(agent.port, outside).status, 404) << outside;
+  }
+}
+
+TEST(AgentHttpE2e, TheApisJsonIsGzippedForAClientThatAcceptsIt) {
+  Agent agent({"--simulate=" + scenario("demo.yaml"), "serve", "--listen", "127.0.0.1:0"}, frozen_env(600));
+  ASSERT_TRUE(agent.ready()) << agent.process->output();
+  for (const char* path : {"/api/v1/gpus", "/api/v1/label/__name__/values", "/api/v1/series?match%5B%5D=DCGM_FI_DEV_GPU_TEMP"}) {
+    auto plain = http_get(agent.port, path);
+    auto gz = http_get(agent.port, path, {{"Accept-Encoding", "gzip"}});
+    ASSERT_EQ(gz.status, 200) << path;
+    EXPECT_EQ(plain.headers.count("content-encoding"), 0u) << path;
+    EXPECT_EQ(gz.headers["content-encoding"], "gzip") << path;
+    EXPECT_LT(gz.body.size(), plain.body.size() / 2) << path;
+    const auto inflated = nlohmann::json::parse(gunzip(gz.body));
+    EXPECT_EQ(inflated.contains("gpus") || inflated.contains("data"), true) << path;
   }
 }
 

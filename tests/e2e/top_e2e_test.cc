@@ -245,6 +245,31 @@ TEST(TopE2e, HelpSortSelectionAndFocusKeys) {
   t.wait_for_text("all GPUs");
 }
 
+TEST(TopE2e, TheUserFilterShowsOnlyThatUsersProcessesFromTheKeyAndTheFlag) {
+  REQUIRE_TMUX();
+  // At 10 minutes the demo node runs alice's trainer on every GPU and bob's eval worker on GPU 3.
+  TmuxTop t(100, 30, kDemo, frozen_env(600));
+  auto s = t.wait_for([](const std::string& s) { return process_rows(s).size() == 9; });
+  EXPECT_TRUE(has(s, "bob")) << s;
+  t.keys({"u"});
+  t.wait_for_text("show the processes of user");
+  t.keys({"b", "o", "b", "Enter"});
+  s = t.wait_for([](const std::string& s) { return has(s, "user bob") && process_rows(s).size() == 1; });
+  auto rows = process_rows(s);
+  ASSERT_EQ(rows.size(), 1u) << s;
+  EXPECT_EQ(rows[0][0], "5300") << s;
+  EXPECT_EQ(rows[0][1], "bob") << s;
+  t.keys({"u", "BSpace", "BSpace", "BSpace", "Enter"});  // empty: everyone's again
+  t.wait_for([](const std::string& s) { return process_rows(s).size() == 9; });
+
+  std::vector<std::string> alice = kDemo;
+  alice.insert(alice.end(), {"--user", "alice"});
+  TmuxTop a(100, 30, alice, frozen_env(600));
+  s = a.wait_for([](const std::string& s) { return process_rows(s).size() == 8; });
+  for (const auto& row : process_rows(s)) EXPECT_EQ(row[1], "alice") << s;
+  EXPECT_FALSE(has(s, "5300")) << s;
+}
+
 TEST(TopE2e, PauseFreezesTheValuesWhileReadingsGoOn) {
   REQUIRE_TMUX();
   TmuxTop t(100, 30, kDemo, live_env());  // the live clock: values move every reading

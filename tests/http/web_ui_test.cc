@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "e2e/http_client.h"
+#include "http/gzip.h"
 #include "http/route_prefix.h"
 
 namespace gpuscope::http {
@@ -149,6 +150,41 @@ TEST(RoutePrefix, ForwardsWhatIsBelowThePrefixWithItsQueryAndRedirectsTheRoots) 
     EXPECT_NE(r.content().find("/gs/"), std::string_view::npos) << r.content();
   }
   EXPECT_EQ(seen.size(), 2u) << "nothing outside the prefix reached the routes";
+}
+
+TEST(GzipJson, AnApiAnswerOfAKibibyteOrMoreIsGzippedWhenAcceptedAndNothingElseIs) {
+  std::string json = "{\"data\":[";
+  for (int i = 0; i < 400; ++i) json += std::to_string(i) + ",";
+  json += "0]}";
+  ASSERT_GE(json.size(), 1024u);
+  const HttpRequest accepts("GET", "/api/v1/query", {{"Accept-Encoding", "gzip"}});
+  HttpResponse r{200, "application/json", json, {}, nullptr};
+  gzip_json_if_accepted(accepts, r);
+  EXPECT_EQ(header_of(r, "Content-Encoding"), "gzip");
+  EXPECT_EQ(header_of(r, "Vary"), "Accept-Encoding");
+  EXPECT_LT(r.content().size(), json.size() / 2);
+  EXPECT_EQ(e2e::gunzip(std::string(r.content())), json);
+
+  // A shared body (a cached answer) is compressed into the response's own body, the cache untouched.
+  auto shared = std::make_shared<const std::string>(json);
+  HttpResponse cached{200, "application/json", "", {}, shared};
+  gzip_json_if_accepted(accepts, cached);
+  EXPECT_EQ(cached.shared_body, nullptr);
+  EXPECT_EQ(e2e::gunzip(std::string(cached.content())), json);
+  EXPECT_EQ(*shared, json);
+
+  const auto untouched = [&](HttpResponse response, const HttpRequest& request) {
+    const std::string before(response.content());
+    gzip_json_if_accepted(request, response);
+    return response.content() == before && header_of(response, "Content-Encoding") != "gzip";
+  };
+  EXPECT_TRUE(untouched({200, "application/json", json, {}, nullptr}, HttpRequest("GET", "/api/v1/query")));
+  EXPECT_TRUE(untouched({200, "application/json", json, {}, nullptr},
+                        HttpRequest("GET", "/api/v1/query", {{"Accept-Encoding", "gzip;q=0, identity"}})));
+  EXPECT_TRUE(untouched({200, "application/json", "{\"status\":\"success\"}", {}, nullptr}, accepts)) << "under 1 KiB";
+  EXPECT_TRUE(untouched({200, "text/plain; charset=utf-8", json, {}, nullptr}, accepts));
+  HttpResponse encoded{200, "application/json", json, {{"Content-Encoding", "identity"}}, nullptr};
+  EXPECT_TRUE(untouched(encoded, accepts)) << "already encoded";
 }
 
 }  // namespace
