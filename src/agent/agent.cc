@@ -45,6 +45,16 @@ class DiscardedVerdictSeries : public rules::SampleAppender {
   std::expected<void, std::string> append(const store::Labels&, std::int64_t, double) override { return {}; }
 };
 
+// The host label's name as the GPU families spell it (empty: none).
+std::string host_label_name(exporter::HostnameLabel label) {
+  switch (label) {
+    case exporter::HostnameLabel::kHostname: return "Hostname";
+    case exporter::HostnameLabel::kLowercase: return "hostname";
+    case exporter::HostnameLabel::kNone: return {};
+  }
+  return {};
+}
+
 AgentError config_error(std::vector<std::string> lines) { return {AgentError::Kind::kConfig, std::move(lines)}; }
 AgentError runtime_error(std::string line) { return {AgentError::Kind::kRuntime, {std::move(line)}}; }
 
@@ -173,6 +183,9 @@ std::expected<Agent::Started, AgentError> Agent::start(std::unique_ptr<nvml::Nvm
   diagnosis_options.clock = &clock_;
   diagnosis_api_ = std::make_unique<http::DiagnosisApi>(tsdb_.get(), diagnosis_options,
                                                         [this] { return published_diagnosis(); });
+  // Before the sampler: its first reading records the fabric's families with the GPUs' (the collector
+  // reads at once on its own thread; the port waits for that reading below).
+  start_fabric();
   create_training();
 
   // The first reading before the port opens: a client that connects as soon as it can (`serve & curl`,
@@ -195,6 +208,8 @@ std::expected<Agent::Started, AgentError> Agent::start(std::unique_ptr<nvml::Nvm
     if (sampler_->latest()) diagnosis_loop_->wait_for_first(kFirstDiagnosisWait);
   }
   if (auto training = start_training(); !training) return std::unexpected(training.error());
+  // Sysfs reads are microseconds; a driver stuck in one holds the port no longer than this.
+  if (fabric_) fabric_->wait_for_readings(1, kFirstFabricReadingWait);
   if (auto listening = start_http(); !listening) return std::unexpected(listening.error());
   if (rule_loop_) {
     // The first evaluation waits for the first reading, so rules never start on an empty store.
@@ -344,11 +359,7 @@ void Agent::create_training() {
   TrainingOptions o;
   o.limits = config_.training_limits;
   o.thresholds = config_.training_thresholds;
-  switch (metrics_.hostname_label) {
-    case exporter::HostnameLabel::kHostname: o.host_label = "Hostname"; break;
-    case exporter::HostnameLabel::kLowercase: o.host_label = "hostname"; break;
-    case exporter::HostnameLabel::kNone: o.host_label.clear(); break;
-  }
+  o.host_label = host_label_name(metrics_.hostname_label);
   o.hostname = system_.hostname;
   auto latest = [this]() -> std::shared_ptr<const model::Snapshot> {
     auto pub = sampler_->latest();
@@ -372,8 +383,8 @@ void Agent::create_training() {
       return *verdict;
     });
   }
-  routes_->set_extra_families([this](exporter::ExpositionWriter& w) { training_->write_metrics(w); });
-  if (recorder_ && tsdb_) recorder_->set_extra_families([this](exporter::ExpositionWriter& w) { training_->write_metrics(w); });
+  routes_->set_extra_families([this](exporter::ExpositionWriter& w) { write_extra_families(w); });
+  if (recorder_ && tsdb_) recorder_->set_extra_families([this](exporter::ExpositionWriter& w) { write_extra_families(w); });
   http::TrainingApiOptions api;
   api.thresholds = config_.diagnosis_thresholds;
   api.limiter = query_limiter_.get();
@@ -392,6 +403,22 @@ void Agent::create_training() {
         }
         return gpus;
       });
+}
+
+void Agent::write_extra_families(exporter::ExpositionWriter& writer) const {
+  training_->write_metrics(writer);
+  if (fabric_) fabric_->write_metrics(writer);
+}
+
+void Agent::start_fabric() {
+  if (config_.fabric_sysfs_root.empty() || config_.fabric_interval.count() <= 0) return;
+  FabricCollectorOptions o;
+  o.sysfs_root = config_.fabric_sysfs_root;
+  o.interval = config_.fabric_interval;
+  o.host_label = host_label_name(metrics_.hostname_label);
+  o.hostname = system_.hostname;
+  fabric_ = std::make_unique<FabricCollector>(std::move(o), backend_->gpus(), clock_, log_);
+  fabric_->start();
 }
 
 std::expected<void, AgentError> Agent::start_training() {
@@ -432,6 +459,9 @@ void Agent::extend_status(exporter::AgentStatus& status) const {
   }
   if (notifier_) status.notifications = notification_status(notifier_->stats());
   if (preemption_watcher_) status.preemption = preemption_watcher_->status();
+  if (fabric_) {
+    if (auto fabric = fabric_->collector_result()) status.collectors.push_back(*fabric);
+  }
   if (tsdb_) {
     // At every reading and scrape: the counters, not a walk of every chunk in memory.
     const store::TsdbStats st = tsdb_->stats(false);
@@ -598,6 +628,7 @@ bool Agent::stop() {
   // Before the history's last flush, which then holds its last verdicts.
   if (diagnosis_loop_) diagnosis_loop_->stop();
   if (training_) training_->stop();
+  if (fabric_) fabric_->stop();
   // Its poll in flight is cancelled, not waited for; stopped before the notifier its response sends through.
   if (preemption_watcher_) preemption_watcher_->stop();
   // Queued notifications (a resolve sent at the last evaluation) get a moment to go out.

@@ -18,6 +18,7 @@
 #include "agent/agent_config.h"
 #include "agent/data_dir_lock.h"
 #include "agent/diagnosis_loop.h"
+#include "agent/fabric_collector.h"
 #include "agent/metadata_endpoint.h"
 #include "agent/preemption_response.h"
 #include "agent/preemption_watcher.h"
@@ -67,6 +68,9 @@ class Agent {
   // The port also waits for the first diagnosis (/api/v1/diagnosis answers from the first request), for
   // no longer than this: a diagnosis of the history is milliseconds.
   static constexpr std::chrono::milliseconds kFirstDiagnosisWait{1000};
+  // The port waits this long at most for the fabric collector's first reading (sysfs reads take
+  // microseconds; a stuck driver read must not keep the port closed).
+  static constexpr std::chrono::milliseconds kFirstFabricReadingWait{1000};
   // How often the wait for the first reading asks whether to stop, so a stop still ends it within a second.
   static constexpr std::chrono::milliseconds kStopPoll{100};
   // Stopping must end the agent within 1 s: a sampler stuck in a driver call gets this long to return,
@@ -122,6 +126,10 @@ class Agent {
   // The training jobs' part: built before the sampler (the recorder writes its families), started after
   // the first reading; the events socket in the configured (or default) place.
   void create_training();
+  // The fabric collector over config_.fabric_sysfs_root, started (none without a root).
+  void start_fabric();
+  // What the routes and the history add to the GPU families: the training jobs', the fabric's.
+  void write_extra_families(exporter::ExpositionWriter& writer) const;
   // --preemption-notice: the endpoint, the response and the watcher's thread.
   void start_preemption_watcher();
   std::expected<void, AgentError> start_training();
@@ -176,6 +184,8 @@ class Agent {
   std::unique_ptr<DiagnosisLoop> diagnosis_loop_;
   std::string diagnosis_off_;  // why there is no diagnosis loop
   std::unique_ptr<http::DiagnosisApi> diagnosis_api_;
+  // With a sysfs root: the fabric's reader, on its own thread; its families go out with the training ones.
+  std::unique_ptr<FabricCollector> fabric_;
   std::unique_ptr<TrainingTracker> training_;
   std::unique_ptr<http::TrainingApi> training_api_;
   std::unique_ptr<http::CheckApi> check_api_;

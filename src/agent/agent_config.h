@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/fabric_collector.h"
 #include "agent/metadata_endpoint.h"
 #include "agent/preemption_watcher.h"
 #include "analysis/thresholds.h"
@@ -86,6 +87,11 @@ struct AgentConfig {
   std::chrono::milliseconds preemption_timeout = kDefaultMetadataTimeout;
   std::optional<int> preemption_signal = SIGTERM;  // nullopt: --preemption-signal none
   std::string preemption_pidfile;                  // empty: the GPUs' compute processes
+  // The fabric collector (serve --fabric-interval, --sysfs-root): the node's RDMA ports and physical network
+  // interfaces read from sysfs below fabric_sysfs_root (empty: no collector) every fabric_interval, on a
+  // thread of its own, exported as gpuscope_fabric_* next to the GPU families.
+  std::string fabric_sysfs_root;
+  std::chrono::milliseconds fabric_interval = kDefaultFabricInterval;
   std::string version;  // /api/v1/status/buildinfo and the index page
   // Every part keeps time on this clock; it must outlive the agent.
   const model::Clock* clock = &model::system_clock();

@@ -200,9 +200,29 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
                   "the metadata service's address in place of the provider's (its paths and headers kept), e.g. "
                   "http://127.0.0.1:8080 for a test server")
       ->type_name("URL");
+  std::string fabric_interval = "10s";
+  bool no_fabric = false;
+  app->add_option("--fabric-interval", fabric_interval,
+                  "read the node's RDMA ports (InfiniBand, RoCE, EFA) and physical network interfaces from sysfs this "
+                  "often, 1s to 1h, or 0 for never (default 10s): gpuscope_fabric_* series")
+      ->type_name("DURATION");
+  app->add_flag("--no-fabric", no_fabric, "read no fabric counters (as --fabric-interval 0)");
+  // For tests and containers that mount the host's /sys elsewhere; GPUSCOPE_SYSFS_ROOT says the same. Under
+  // --simulate the fabric is read only from a root named so (the host's NICs are not the simulated GPUs').
+  app->add_option("--sysfs-root", o.fabric_sysfs_root, "where sysfs is mounted (default /sys)")
+      ->type_name("DIR")
+      ->group("");
   PriceFlags price_flags;
   add_price_flags(*app, price_flags);
   if (auto parsed = parse_arguments(*app, args); !parsed) return std::unexpected(parsed.error());
+  if (o.fabric_sysfs_root.empty()) {
+    if (const char* root = std::getenv("GPUSCOPE_SYSFS_ROOT"); root != nullptr) o.fabric_sysfs_root = root;
+  }
+  auto fab = fabric_interval == "0" ? std::optional(std::chrono::nanoseconds(0)) : parse_duration(fabric_interval);
+  if (!fab || (fab->count() != 0 && (*fab < agent::kMinFabricInterval || *fab > agent::kMaxFabricInterval))) {
+    return std::unexpected(usage(fmt::format("invalid value '{}' for --fabric-interval (1s to 1h, or 0 for never)", fabric_interval)));
+  }
+  o.fabric_interval = no_fabric ? std::chrono::milliseconds(0) : std::chrono::duration_cast<std::chrono::milliseconds>(*fab);
   auto prices = select_prices(price_flags);
   if (!prices) return std::unexpected(usage(prices.error()));
   o.price_catalog = std::move(prices->catalog);
@@ -400,10 +420,20 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
 
   // Files are read before anything starts: a bad one stops the agent with every problem listed.
   agent::AgentConfig config = o;
+  bool fabric_off_under_simulate = false;
+  if (config.fabric_interval.count() == 0) {
+    config.fabric_sysfs_root.clear();
+  } else if (config.fabric_sysfs_root.empty()) {
+    fabric_off_under_simulate = inv.global.simulate;
+    if (!inv.global.simulate) config.fabric_sysfs_root = "/sys";
+  }
   config.version = GPUSCOPE_VERSION;
   auto loaded = agent::Agent::load(std::move(config), log);
   if (!loaded) return print(loaded.error());
   agent::Agent& agent = **loaded;
+  if (fabric_off_under_simulate) {
+    log.info("fabric: not read under --simulate (name a fake tree with --sysfs-root or GPUSCOPE_SYSFS_ROOT)");
+  }
 
 
   nvml::BackendOptions reading;

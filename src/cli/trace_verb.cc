@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "export/machine_value.h"
+#include "trace/nsys_kernel_summary.h"
 #include "trace/progress_meter.h"
 #include "trace/rank_comparison.h"
 #include "trace/trace_report_json.h"
@@ -23,23 +24,26 @@ constexpr std::uint64_t kProgressMinBytes = 256ull << 20;
 
 std::expected<TraceOptions, ParseExit> parse_trace_args(std::span<const std::string> args) {
   const std::string description = fmt::format(
-      "Analyse PyTorch profiler (Kineto) traces: GPU busy and idle time and why it idles (host wait, kernel wait,\n"
+      "Analyse PyTorch profiler (Kineto) traces and Nsight Systems reports exported to SQLite: GPU busy and idle time and why it idles (host wait, kernel wait,\n"
       "other, per stream as HTA defines them), computation/communication/memory time, top kernels, transfer\n"
       "bandwidth, launch overhead, communication overlap, data loading, and a verdict with the usual fix.\n"
-      "PATH is a .json or .json.gz trace, or a directory of per-rank traces of one run (a table across ranks, and a\n"
+      "PATH is a .json or .json.gz trace, an nsys .sqlite export (nsys export --type sqlite), or a directory of per-rank\n"
+      "files of one run (a table across ranks, and a\n"
       "straggler when one rank's median step is {:.0f}% slower than the others', from {} steps per rank).\n"
       "No GPU or NVML is needed. Exit 1 when a trace cannot be read (the error names the byte offset); exit 2 when\n"
       "a directory is not one run (different world sizes or backends, two files of one rank).",
       100 * trace::kStragglerStepExcess, trace::kStragglerMinSteps);
   auto app = make_verb_app(
       "trace", description,
-      "  gpuscope trace trace.json.gz\n  gpuscope trace ./traces/ --rank 3 --top 20\n  gpuscope trace big.json --format json --lenient");
+      "  gpuscope trace trace.json.gz\n  gpuscope trace ./traces/ --rank 3 --top 20\n  gpuscope trace big.json --format json --lenient\n"
+      "  gpuscope trace report.sqlite --report kernels");
   TraceOptions options;
   std::string format = "text";
   std::string top = "10";
   std::string rank;
   std::string kernel_wait = "30";
-  app->add_option("path", options.path, "trace file (.json, .json.gz) or directory of per-rank traces")
+  std::string report = "analysis";
+  app->add_option("path", options.path, "trace file (.json, .json.gz, nsys .sqlite) or directory of per-rank traces")
       ->type_name("PATH")
       ->required();
   app->add_option("--format", format, "text (default) or json (seconds, bytes, ratios; units in the names)")->type_name("FORMAT");
@@ -56,12 +60,20 @@ std::expected<TraceOptions, ParseExit> parse_trace_args(std::span<const std::str
       ->type_name("REGEX");
   app->add_option("--kernel-wait-us", kernel_wait, "idle gaps shorter than this are kernel wait (default 30, as HTA)")
       ->type_name("US");
+  app->add_option("--report", report,
+                  "analysis (default), or kernels: every kernel's time %, total, instances, avg, median, min, max and stddev "
+                  "(ns), as nsys stats --report cuda_gpu_kern_sum prints them")
+      ->type_name("REPORT");
   app->add_flag("--detail", options.detail, "with several ranks, print every rank's full report after the table");
   if (auto parsed = parse_arguments(*app, args); !parsed) return std::unexpected(parsed.error());
 
   auto json = json_format(format);
   if (!json) return std::unexpected(json.error());
   options.json = *json;
+  if (report != "analysis" && report != "kernels") {
+    return std::unexpected(usage(fmt::format("invalid value '{}' for --report (analysis or kernels)", report)));
+  }
+  options.analysis.kernel_summary = report == "kernels";
   auto n = positive_integer(top);
   if (!n || *n > 100000) return std::unexpected(usage(fmt::format("invalid value '{}' for --top (a count > 0)", top)));
   options.analysis.analysis.top = static_cast<std::size_t>(*n);
@@ -106,7 +118,13 @@ int run_trace(std::span<const std::string> args, const Invocation& inv) {
     const auto kind = report.error().kind;
     return kind == trace::TraceErrorKind::kNoSuchRank || kind == trace::TraceErrorKind::kNotOneRun ? kExitUsage : kExitRuntime;
   }
-  if (options->json) {
+  if (options->analysis.kernel_summary) {
+    if (options->json) {
+      inv.out << exporter::json_line(trace::kernel_summary_json(report->kernel_summaries)) << '\n';
+    } else {
+      inv.out << trace::kernel_summary_text(report->kernel_summaries);
+    }
+  } else if (options->json) {
     inv.out << exporter::json_line(trace::trace_report_json(*report)) << '\n';
   } else {
     inv.out << trace::trace_report_text(*report, trace::TextReportOptions{.all_ranks_in_detail = options->detail});

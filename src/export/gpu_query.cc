@@ -17,7 +17,8 @@ struct IdentityName {
   IdentityColumn column;
 };
 
-constexpr std::array<IdentityName, 11> kIdentityNames{{
+// nvidia-smi 580's names (a name it rejects, gpuscope rejects too: a script must not read something else).
+constexpr std::array<IdentityName, 10> kIdentityNames{{
     {"index", IdentityColumn::kIndex},
     {"name", IdentityColumn::kName},
     {"uuid", IdentityColumn::kUuid},
@@ -26,7 +27,6 @@ constexpr std::array<IdentityName, 11> kIdentityNames{{
     {"driver_version", IdentityColumn::kDriverVersion},
     {"timestamp", IdentityColumn::kTimestamp},
     {"count", IdentityColumn::kCount},
-    {"minor_number", IdentityColumn::kMinorNumber},
     {"vbios_version", IdentityColumn::kVbiosVersion},
     {"compute_cap", IdentityColumn::kComputeCap},
 }};
@@ -94,9 +94,6 @@ std::optional<std::string> identity_text(IdentityColumn column, const QueryConte
     case IdentityColumn::kDriverVersion: return non_empty(context.system.driver_version);
     case IdentityColumn::kTimestamp: return smi_timestamp(context.time);
     case IdentityColumn::kCount: return fmt::format("{}", context.gpu_count);
-    case IdentityColumn::kMinorNumber:
-      if (!info.minor_number) return std::nullopt;
-      return fmt::format("{}", *info.minor_number);
     case IdentityColumn::kVbiosVersion: return info.vbios_version ? non_empty(*info.vbios_version) : std::nullopt;
     case IdentityColumn::kComputeCap:
       if (!info.cuda_cc_major || !info.cuda_cc_minor) return std::nullopt;

@@ -26,7 +26,6 @@ enum class IdentityColumn : std::uint8_t {
   kDriverVersion,
   kTimestamp,
   kCount,
-  kMinorNumber,
   kVbiosVersion,
   kComputeCap,
 };

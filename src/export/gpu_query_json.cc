@@ -12,9 +12,6 @@ nlohmann::ordered_json identity_json(IdentityColumn column, const QueryContext& 
   switch (column) {
     case IdentityColumn::kIndex: return gpu.info.index;
     case IdentityColumn::kCount: return context.gpu_count;
-    case IdentityColumn::kMinorNumber:
-      if (!gpu.info.minor_number) return nullptr;
-      return *gpu.info.minor_number;
     default: break;
   }
   // Versions and names stay strings: "9.0" is an identifier, not a quantity.

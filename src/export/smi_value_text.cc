@@ -31,6 +31,7 @@ std::string smi_value_text(const model::FieldDef& def, const model::FieldValue& 
       text = fmt::format("0x{:016x}", v <= 0 ? std::uint64_t{0}
                                              : v >= 1.8e19 ? ~std::uint64_t{0} : static_cast<std::uint64_t>(v));
       break;
+    case SmiFormat::kYesNo: text = v != 0 ? "Yes" : "No"; break;
   }
   if (with_unit && !def.smi_unit.empty()) text.append(" ").append(def.smi_unit);
   return text;

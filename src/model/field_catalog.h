@@ -21,6 +21,7 @@ enum class SmiFormat : std::uint8_t {
   kFixed2,    // 250.12
   kPstateName,  // P0
   kHex64,     // 0x0000000000000004
+  kYesNo,     // Yes / No (remapped_rows.pending, .failure)
 };
 
 // Order is the storage order inside a GpuSample; append new fields before kCount.

@@ -417,6 +417,11 @@ nvmlReturn_t gpuscopeSimGetHostname(char* name, unsigned int length);
 // How many times `function` (an NVML function name) was called since the library was loaded, for
 // tests that assert what a reader calls rather than how long it took.
 nvmlReturn_t gpuscopeSimGetCallCount(const char* function, unsigned long long* count);
+// The index-th (0-based, by name) function called so far and its count; NOT_FOUND past the last. What
+// the call cost model charges one call of `function` (plus, for nvmlDeviceGetFieldValues, a batch of
+// `fieldCount` field ids), in ns of CPU and of blocking. See scenarios/README.md, "cost_profile".
+nvmlReturn_t gpuscopeSimGetCallCountByIndex(unsigned int index, char* function, unsigned int length, unsigned long long* count);
+nvmlReturn_t gpuscopeSimGetCallCost(const char* function, unsigned int fieldCount, const unsigned int* fieldIds, unsigned long long* cpuNs, unsigned long long* blockedNs);
 // Why the latest nvmlInit failed when the simulator's input was at fault, not the simulated driver:
 // `*source` is GPUSCOPE_SIM_INIT_FAILURE_SCENARIO (the scenario file: `message` is "FILE:LINE: what")
 // or GPUSCOPE_SIM_INIT_FAILURE_ENVIRONMENT (a GPUSCOPE_SIM_* variable: "NAME: what"). NOT_FOUND when

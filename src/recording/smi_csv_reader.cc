@@ -85,7 +85,7 @@ std::optional<Header> parse_header(std::string_view line, std::string& why) {
         c.field = &FieldCatalog::get(*id);
         has_field = true;
       } else {
-        h.ignored.push_back(c.name);
+        h.ignored.emplace_back(name);  // as the file spells it
       }
     }
     h.columns.push_back(std::move(c));
@@ -141,6 +141,8 @@ std::expected<std::optional<double>, std::string> parse_cell(std::string_view ce
     int p = 0;
     auto [ptr, ec] = std::from_chars(cell.data() + 1, end, p);
     if (ec == std::errc{} && ptr == end) return std::optional<double>(p);
+  } else if (c.field->smi_format == model::SmiFormat::kYesNo && (cell == "Yes" || cell == "No")) {
+    return std::optional<double>(cell == "Yes" ? 1.0 : 0.0);
   } else if (c.field->smi_format == model::SmiFormat::kHex64 && cell.starts_with("0x")) {
     std::uint64_t v = 0;
     auto [ptr, ec] = std::from_chars(cell.data() + 2, end, v, 16);

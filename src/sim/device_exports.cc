@@ -459,6 +459,12 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, i
                                                           nvmlFieldValue_t* values) {
   return device_call("nvmlDeviceGetFieldValues", device, [&](Simulator& sim, SimDevice& d, double t) {
     if (valuesCount < 0 || (valuesCount > 0 && values == nullptr)) return NVML_ERROR_INVALID_ARGUMENT;
+    // The driver charges a batch by its field ids (call_costs.h): the energy counter's 4 ms each time.
+    if (!sim.costs().fields.empty()) {
+      std::vector<unsigned> ids(static_cast<std::size_t>(valuesCount));
+      for (int i = 0; i < valuesCount; ++i) ids[static_cast<std::size_t>(i)] = values[i].fieldId;
+      CallCharge::add(sim.costs().field_values(ids));
+    }
     const Reading& r = d.physics.at(t);
     const auto timestamp_us = static_cast<long long>(sim.clock().wall_ns_at(t) / 1000);
     std::optional<HealthCounts> health;

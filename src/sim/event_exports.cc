@@ -14,6 +14,7 @@ constexpr unsigned kNoInstance = 0xFFFFFFFFU;
 nvmlReturn_t wait_for_event(std::string_view function, nvmlEventSet_t set, nvmlEventData_t* data,
                             unsigned int timeoutms) noexcept {
   try {
+    CallCharge charge;  // spent after `lock` below is released
     LibraryState& lib = library();
     std::unique_lock lock(lib.mutex);
     Simulator* sim = lib.sim.get();

@@ -105,6 +105,8 @@ constexpr std::array kFunctionNames = std::to_array<std::string_view>({
     "gpuscopeSimGetProcessUser",
     "gpuscopeSimGetHostname",
     "gpuscopeSimGetCallCount",
+    "gpuscopeSimGetCallCountByIndex",
+    "gpuscopeSimGetCallCost",
     "gpuscopeSimGetInitFailure",
 });
 

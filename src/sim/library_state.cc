@@ -1,5 +1,7 @@
 #include "sim/library_state.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace gpuscope::sim {
@@ -34,7 +36,17 @@ nvmlReturn_t apply_faults(std::unique_lock<std::mutex>& lock, std::string_view f
   }
   if (d.lost) return NVML_ERROR_GPU_IS_LOST;
   if (d.error != 0) return static_cast<nvmlReturn_t>(d.error);
+  CallCharge::add(sim->costs().call(function));
   return NVML_SUCCESS;
+}
+
+void write_call_counts(const LibraryState& state) {
+  const char* path = std::getenv("GPUSCOPE_SIM_CALL_COUNTS");
+  if (path == nullptr || *path == '\0') return;
+  std::FILE* f = std::fopen(path, "w");
+  if (f == nullptr) return;
+  for (const auto& [function, count] : state.calls) std::fprintf(f, "%s\t%llu\n", function.c_str(), count);
+  std::fclose(f);
 }
 
 nvmlReturn_t copy_string(std::string_view text, char* buffer, unsigned int length) {

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "nvml/nvml_abi.h"
+#include "sim/call_costs.h"
 #include "sim/simulator.h"
 
 // NVML's functions are the library's only exports; everything else is hidden (-fvisibility=hidden).
@@ -50,15 +51,21 @@ struct LibraryState {
 // static destructors run.
 LibraryState& library();
 
-// Applies the faults injected for `function` (about `gpu`). May sleep for a slow-call fault with
-// the lock released; then `sim` and `t` are refreshed. NVML_SUCCESS when the call may go on.
+// Counts the call, then applies the faults injected for `function` (about `gpu`). May sleep for a
+// slow-call fault with the lock released; then `sim` and `t` are refreshed. NVML_SUCCESS when the call
+// may go on: then its cost is added to the thread's CallCharge, spent once the wrapper has unlocked.
 nvmlReturn_t apply_faults(std::unique_lock<std::mutex>& lock, std::string_view function, std::optional<unsigned> gpu,
                           Simulator*& sim, double& t);
+
+// Writes every function's call count ("name<TAB>count" lines) to env GPUSCOPE_SIM_CALL_COUNTS's file,
+// if set. Called with the lock held at the last nvmlShutdown.
+void write_call_counts(const LibraryState& state);
 
 // A call about the whole node. body(Simulator&, double t) -> nvmlReturn_t.
 template <class Body>
 nvmlReturn_t node_call(std::string_view function, Body&& body) noexcept {
   try {
+    CallCharge charge;  // spent after `lock` below is released
     LibraryState& lib = library();
     std::unique_lock lock(lib.mutex);
     Simulator* sim = lib.sim.get();
@@ -75,6 +82,7 @@ nvmlReturn_t node_call(std::string_view function, Body&& body) noexcept {
 template <class Body>
 nvmlReturn_t device_call(std::string_view function, nvmlDevice_t handle, Body&& body) noexcept {
   try {
+    CallCharge charge;  // spent after `lock` below is released
     LibraryState& lib = library();
     std::unique_lock lock(lib.mutex);
     Simulator* sim = lib.sim.get();

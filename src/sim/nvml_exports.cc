@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
+#include <span>
 #include <string>
 
 #include "nvml/nvml_abi.h"
@@ -17,10 +19,12 @@ namespace {
 
 nvmlReturn_t init_library(std::string_view function) noexcept {
   try {
+    CallCharge charge;  // spent after `lock` below is released
     LibraryState& lib = library();
     std::unique_lock lock(lib.mutex);
     if (lib.sim) {
       ++lib.refcount;
+      CallCharge::add(lib.sim->costs().call(function));
       return NVML_SUCCESS;
     }
     auto created = Simulator::create();
@@ -44,6 +48,7 @@ nvmlReturn_t init_library(std::string_view function) noexcept {
     std::unique_ptr<Simulator>& sim = *created;
     const FaultDecision fault = sim->faults().decide(function, std::nullopt, sim->now());
     if (fault.error != 0) return static_cast<nvmlReturn_t>(fault.error);
+    CallCharge::add(sim->costs().call(function));
     lib.sim = std::move(sim);
     lib.refcount = 1;
     ++lib.generation;
@@ -58,6 +63,7 @@ nvmlReturn_t init_library(std::string_view function) noexcept {
 template <class Match>
 nvmlReturn_t handle_call(std::string_view function, nvmlDevice_t* device, Match&& match) noexcept {
   try {
+    CallCharge charge;  // spent after `lock` below is released
     LibraryState& lib = library();
     std::unique_lock lock(lib.mutex);
     Simulator* sim = lib.sim.get();
@@ -123,6 +129,7 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlShutdown(void) {
     ++lib.generation;
     lib.changed.notify_all();
     lib.changed.wait(lock, [&] { return lib.waiters == 0; });
+    write_call_counts(lib);
     lib.sim.reset();
     return NVML_SUCCESS;
   } catch (...) {
@@ -258,6 +265,41 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t gpuscopeSimGetCallCount(const char* function, u
     if (function == nullptr || count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     const auto it = lib.calls.find(std::string_view(function));
     *count = it == lib.calls.end() ? 0 : it->second;
+    return NVML_SUCCESS;
+  } catch (...) {
+    return NVML_ERROR_UNKNOWN;
+  }
+}
+
+GPUSCOPE_SIM_EXPORT nvmlReturn_t gpuscopeSimGetCallCountByIndex(unsigned int index, char* function,
+                                                                unsigned int length, unsigned long long* count) {
+  try {
+    LibraryState& lib = library();
+    const std::lock_guard lock(lib.mutex);
+    if (function == nullptr || count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (index >= lib.calls.size()) return NVML_ERROR_NOT_FOUND;
+    const auto it = std::next(lib.calls.begin(), index);
+    *count = it->second;
+    return copy_string(it->first, function, length);
+  } catch (...) {
+    return NVML_ERROR_UNKNOWN;
+  }
+}
+
+GPUSCOPE_SIM_EXPORT nvmlReturn_t gpuscopeSimGetCallCost(const char* function, unsigned int fieldCount,
+                                                        const unsigned int* fieldIds, unsigned long long* cpuNs,
+                                                        unsigned long long* blockedNs) {
+  try {
+    LibraryState& lib = library();
+    const std::lock_guard lock(lib.mutex);
+    if (!lib.sim) return NVML_ERROR_UNINITIALIZED;
+    if (function == nullptr || cpuNs == nullptr || blockedNs == nullptr || (fieldCount > 0 && fieldIds == nullptr)) {
+      return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    CallCost cost = lib.sim->costs().call(function);
+    if (fieldCount > 0) cost += lib.sim->costs().field_values(std::span(fieldIds, fieldCount));
+    *cpuNs = static_cast<unsigned long long>(cost.cpu.count());
+    *blockedNs = static_cast<unsigned long long>(cost.blocked.count());
     return NVML_SUCCESS;
   } catch (...) {
     return NVML_ERROR_UNKNOWN;

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/call_costs.h"
 #include "sim/gpu_catalog.h"
 
 namespace gpuscope::sim {
@@ -129,6 +130,10 @@ struct Scenario {
   std::vector<ProcessSpec> processes;
   std::vector<ScenarioEvent> events;  // sorted by time (stable)
   std::vector<FaultSpec> faults;
+  // What each call costs: a built-in profile (`cost_profile:`, env GPUSCOPE_SIM_COST_PROFILE wins),
+  // then `call_costs:` entries replacing the profile's.
+  std::string cost_profile = "none";
+  CallCostTable call_cost_overrides;
 };
 
 }  // namespace gpuscope::sim

@@ -152,7 +152,8 @@ class Parser {
   Scenario parse(const YAML::Node& root) {
     if (!root.IsDefined() || root.IsNull()) throw ParseFailure{1, "empty scenario"};
     const Map top(root, "the scenario",
-                  {"description", "seed", "start", "node", "gpus", "workload", "processes", "events", "faults"});
+                  {"description", "seed", "start", "node", "gpus", "workload", "processes", "events", "faults",
+                   "cost_profile", "call_costs"});
     if (auto v = top.get("description")) s_.description = scalar(*v, "description");
     if (auto v = top.get("seed")) s_.seed = uinteger(*v, "seed", 0, UINT64_MAX);
     if (auto v = top.get("start")) {
@@ -167,6 +168,12 @@ class Parser {
     if (auto v = top.get("processes")) parse_processes(*v);
     if (auto v = top.get("events")) parse_events(*v);
     if (auto v = top.get("faults")) parse_faults(*v);
+    if (auto v = top.get("cost_profile")) {
+      const std::string name = scalar(*v, "cost_profile");
+      if (!cost_profile(name)) fail(*v, "unknown cost_profile '" + name + "' (known: " + cost_profile_names() + ")");
+      s_.cost_profile = name;
+    }
+    if (auto v = top.get("call_costs")) parse_call_costs(*v);
     return std::move(s_);
   }
 
@@ -596,6 +603,47 @@ class Parser {
       if (auto v = m.get("at")) f.at_s = duration(*v, "at");
       if (auto v = m.get("for")) f.end_s = f.at_s + duration(*v, "for");
       s_.faults.push_back(std::move(f));
+    }
+  }
+
+  // `4ms` (CPU only) or {cpu: 0.8ms, blocked: 20ms}; a field adds `shared: NAME`.
+  CallCost call_cost(const YAML::Node& n, std::string_view what, std::string* shared) {
+    const auto cost_duration = [&](const YAML::Node& d, std::string_view key) {
+      auto ns = parse_cost_duration(scalar(d, key));
+      if (!ns) fail(d, std::string(what) + " " + std::string(key) + ": " + ns.error());
+      return *ns;
+    };
+    if (n.IsScalar()) return CallCost{cost_duration(n, "cpu"), {}};
+    const Map m(n, what, {"cpu", "blocked", "shared"});
+    CallCost c;
+    if (auto v = m.get("cpu")) c.cpu = cost_duration(*v, "cpu");
+    if (auto v = m.get("blocked")) c.blocked = cost_duration(*v, "blocked");
+    if (!m.has("cpu") && !m.has("blocked")) fail(n, std::string(what) + " needs 'cpu' or 'blocked'");
+    if (auto v = m.get("shared")) {
+      if (shared == nullptr) fail(*v, "'shared' belongs to a field's cost");
+      *shared = scalar(*v, "shared");
+    }
+    return c;
+  }
+
+  void parse_call_costs(const YAML::Node& n) {
+    if (!n.IsMap()) fail(n, "call_costs must map NVML functions (and 'fields') to costs");
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const std::string key = scalar(it->first, "a call_costs key");
+      if (key == "fields") {
+        if (!it->second.IsMap()) fail(it->second, "call_costs.fields must map field ids to costs (83: 4ms)");
+        for (auto f = it->second.begin(); f != it->second.end(); ++f) {
+          const auto id = static_cast<unsigned>(uinteger(f->first, "field id", 1, 1023));
+          FieldCost fc;
+          fc.cost = call_cost(f->second, "field " + std::to_string(id), &fc.shared);
+          s_.call_cost_overrides.fields[id] = std::move(fc);
+        }
+        continue;
+      }
+      if (!is_nvml_function(key) || key.starts_with("gpuscopeSim")) {
+        fail(it->first, "unknown function '" + key + "' in call_costs (an NVML symbol this library exports, or 'fields')");
+      }
+      s_.call_cost_overrides.functions[key] = call_cost(it->second, key, nullptr);
     }
   }
 

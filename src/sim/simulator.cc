@@ -49,6 +49,15 @@ std::expected<std::unique_ptr<Simulator>, Simulator::InitFailure> Simulator::cre
     }
     scenario->seed = v;
   }
+  if (const auto profile = env("GPUSCOPE_SIM_COST_PROFILE")) {
+    if (!cost_profile(*profile)) {
+      return std::unexpected(InitFailure{NVML_ERROR_UNKNOWN,
+                                         "GPUSCOPE_SIM_COST_PROFILE: '" + *profile + "' is not a cost profile (known: " +
+                                             cost_profile_names() + ")",
+                                         InitFailure::Source::kEnvironment});
+    }
+    scenario->cost_profile = *profile;
+  }
   if (!scenario->node.driver_loaded) return std::unexpected(InitFailure{NVML_ERROR_DRIVER_NOT_LOADED, ""});
 
   SimClock clock = SimClock::real();
@@ -74,8 +83,11 @@ Simulator::Simulator(Scenario scenario, SimClock clock)
     : scenario_(std::move(scenario)),
       clock_(clock),
       faults_(scenario_.faults),
+      costs_(cost_profile(scenario_.cost_profile).value_or(CallCostTable{})),
       processes_(scenario_),
       events_(deliverable_events(scenario_)) {
+  for (const auto& [function, cost] : scenario_.call_cost_overrides.functions) costs_.functions[function] = cost;
+  for (const auto& [id, cost] : scenario_.call_cost_overrides.fields) costs_.fields[id] = cost;
   for (unsigned i = 0; i < scenario_.gpus.size(); ++i) {
     const GpuSpec& spec = scenario_.gpus[i];
     devices_.push_back(std::unique_ptr<SimDevice>(new SimDevice{

@@ -63,7 +63,8 @@ class Simulator {
     std::string message;  // "<file>:<line>: <what>" or "<VARIABLE>: <what>"; empty when there is nothing to tell
     Source source = Source::kDriver;
   };
-  // Loads env GPUSCOPE_SIM_SCENARIO (or the built-in scenario) and env GPUSCOPE_SIM_TIME.
+  // Loads env GPUSCOPE_SIM_SCENARIO (or the built-in scenario), env GPUSCOPE_SIM_TIME and env
+  // GPUSCOPE_SIM_COST_PROFILE (replaces the scenario's cost_profile).
   static std::expected<std::unique_ptr<Simulator>, InitFailure> create();
 
   Simulator(const Simulator&) = delete;
@@ -80,6 +81,8 @@ class Simulator {
   static nvmlDevice_t handle(SimDevice& d) { return reinterpret_cast<nvmlDevice_t>(&d); }
 
   FaultBook& faults() { return faults_; }
+  // What each call costs the caller: the profile with the scenario's call_costs entries over it.
+  const CallCostTable& costs() const { return costs_; }
   // The processes on a GPU at t, with those a fault added.
   std::vector<GpuProcess> processes(unsigned gpu, double t) const;
   std::optional<std::string_view> process_name(unsigned pid, double t) const;
@@ -104,6 +107,7 @@ class Simulator {
   SimClock clock_;
   std::vector<std::unique_ptr<SimDevice>> devices_;
   FaultBook faults_;
+  CallCostTable costs_;
   ProcessTable processes_;
   std::vector<DeliverableEvent> events_;
   std::unordered_map<nvmlEventSet_t, std::unique_ptr<EventSet>> event_sets_;

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "trace/nsys_reader.h"
 #include "trace/rank_timeline.h"
 #include "trace/trace_byte_reader.h"
 #include "trace/trace_parser.h"
@@ -19,8 +20,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// nsys exports are named .sqlite; a file given by itself is told by its content instead.
 bool is_trace_name(const std::string& name) {
-  return name.ends_with(".json") || name.ends_with(".json.gz");
+  return name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".sqlite");
 }
 
 std::expected<std::regex, TraceError> compile_pattern(const std::string& pattern) {
@@ -31,18 +33,27 @@ std::expected<std::regex, TraceError> compile_pattern(const std::string& pattern
   }
 }
 
-// One file's report; nullopt when `only_rank` is set and the file's header names another rank (then
-// its events are not read at all: --rank on a directory of 1 GB per-rank files reads one file, not all).
-std::expected<std::optional<RankReport>, TraceError> analyze_file(const std::string& file,
-                                                                  const TraceAnalysisOptions& options,
-                                                                  const std::regex& pattern,
-                                                                  const std::function<void(std::uint64_t)>& progress,
-                                                                  std::optional<std::int64_t> only_rank) {
-  const auto started = std::chrono::steady_clock::now();
+struct FileAnalysis {
+  RankReport report;
+  KernelSummary kernels;  // only with TraceAnalysisOptions::kernel_summary
+};
+
+// The events of one file into `timeline`: an nsys SQLite export when the file starts with SQLite's
+// header, else a Kineto JSON trace (plain or gzip).
+std::expected<ParseSummary, TraceError> read_events(const std::string& file, const TraceAnalysisOptions& options,
+                                                    RankTimeline& timeline, TimelineBuilder& builder,
+                                                    const std::function<void(std::uint64_t)>& progress,
+                                                    std::optional<std::int64_t> only_rank) {
+  if (has_sqlite_magic(file)) {
+    auto summary = read_nsys_report(file, builder, timeline.header, NsysReadOptions{.lenient = options.lenient});
+    if (summary && progress) progress(summary->json_bytes);
+    return summary;
+  }
+  if (file.ends_with(".sqlite")) {
+    return std::unexpected(TraceError{TraceErrorKind::kNotATrace, 0, "not an SQLite database (no \"SQLite format 3\" header)", file});
+  }
   auto reader = TraceByteReader::open(file);
   if (!reader) return std::unexpected(reader.error());
-  RankTimeline timeline;
-  TimelineBuilder builder(timeline, pattern);
   builder.reserve_for(reader->file_size());  // for gzip, the compressed size: a start
   ParseOptions parse;
   parse.lenient = options.lenient;
@@ -58,12 +69,40 @@ std::expected<std::optional<RankReport>, TraceError> analyze_file(const std::str
     e.file = file;
     return std::unexpected(e);
   }
+  return summary;
+}
+
+// One file's report; nullopt when `only_rank` is set and the file's header (or, for a format without one,
+// its name) names another rank: then its events are not read at all (--rank on a directory of 1 GB
+// per-rank files reads one file, not all).
+std::expected<std::optional<FileAnalysis>, TraceError> analyze_file(const std::string& file,
+                                                                    const TraceAnalysisOptions& options,
+                                                                    const std::regex& pattern,
+                                                                    const std::function<void(std::uint64_t)>& progress,
+                                                                    std::optional<std::int64_t> only_rank) {
+  const auto started = std::chrono::steady_clock::now();
+  if (only_rank && has_sqlite_magic(file)) {
+    RankReport named;
+    named.file = file;
+    if (const std::int64_t rank = display_rank(named); rank >= 0 && rank != *only_rank) return std::nullopt;
+  }
+  RankTimeline timeline;
+  TimelineBuilder builder(timeline, pattern);
+  auto summary = read_events(file, options, timeline, builder, progress, only_rank);
+  if (!summary) return std::unexpected(summary.error());
   if (summary->stopped_before_events) return std::nullopt;
-  RankReport report = analyze_rank(timeline, options.analysis);
+  FileAnalysis analysis;
+  RankReport& report = analysis.report;
+  report = analyze_rank(timeline, options.analysis);
   report.file = file;
   report.parse = *summary;
+  if (options.kernel_summary) {
+    analysis.kernels = summarize_kernels(timeline);
+    analysis.kernels.file = file;
+    analysis.kernels.rank = display_rank(report);
+  }
   report.parse_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  return report;
+  return analysis;
 }
 
 }  // namespace
@@ -82,7 +121,7 @@ std::expected<std::vector<std::string>, TraceError> list_trace_files(const std::
   if (ec) return std::unexpected(TraceError{TraceErrorKind::kIo, -1, fmt::format("cannot list: {}", ec.message()), path});
   std::sort(files.begin(), files.end());
   if (files.empty()) {
-    return std::unexpected(TraceError{TraceErrorKind::kIo, -1, "no trace files (*.json, *.json.gz) in the directory", path});
+    return std::unexpected(TraceError{TraceErrorKind::kIo, -1, "no trace files (*.json, *.json.gz, *.sqlite) in the directory", path});
   }
   return files;
 }
@@ -90,9 +129,9 @@ std::expected<std::vector<std::string>, TraceError> list_trace_files(const std::
 std::expected<RankReport, TraceError> analyze_trace_file(const std::string& file, const TraceAnalysisOptions& options) {
   auto pattern = compile_pattern(options.data_loading_pattern);
   if (!pattern) return std::unexpected(pattern.error());
-  auto report = analyze_file(file, options, *pattern, {}, std::nullopt);
-  if (!report) return std::unexpected(report.error());
-  return std::move(**report);
+  auto analysis = analyze_file(file, options, *pattern, {}, std::nullopt);
+  if (!analysis) return std::unexpected(analysis.error());
+  return std::move((*analysis)->report);
 }
 
 std::expected<TraceReport, TraceError> analyze_traces(const std::string& path, const TraceAnalysisOptions& options) {
@@ -124,7 +163,7 @@ std::expected<TraceReport, TraceError> analyze_traces(const std::string& path, c
     };
   };
 
-  std::vector<std::optional<std::expected<std::optional<RankReport>, TraceError>>> results(files->size());
+  std::vector<std::optional<std::expected<std::optional<FileAnalysis>, TraceError>>> results(files->size());
   std::atomic<std::size_t> next{0};
   auto work = [&] {
     for (std::size_t i = next++; i < files->size(); i = next++) {
@@ -142,11 +181,12 @@ std::expected<TraceReport, TraceError> analyze_traces(const std::string& path, c
   }
 
   bool other_ranks = false;  // files whose header named a rank other than --rank
+  std::vector<FileAnalysis> analyses;
   for (std::size_t i = 0; i < results.size(); ++i) {
     auto& r = *results[i];
     if (r) {
       if (*r) {
-        report.ranks.push_back(std::move(**r));
+        analyses.push_back(std::move(**r));
       } else {
         other_ranks = true;
       }
@@ -156,14 +196,20 @@ std::expected<TraceReport, TraceError> analyze_traces(const std::string& path, c
       return std::unexpected(r.error());
     }
   }
-  if (report.ranks.empty() && !other_ranks) {
+  if (analyses.empty() && !other_ranks) {
     return std::unexpected(TraceError{TraceErrorKind::kNotATrace, -1, "no trace could be read", path});
   }
-  std::stable_sort(report.ranks.begin(), report.ranks.end(), [](const RankReport& a, const RankReport& b) {
-    return display_rank(a) < display_rank(b);
+  std::stable_sort(analyses.begin(), analyses.end(), [](const FileAnalysis& a, const FileAnalysis& b) {
+    return display_rank(a.report) < display_rank(b.report);
   });
   if (options.rank) {
-    std::erase_if(report.ranks, [&](const RankReport& r) { return display_rank(r) != *options.rank; });
+    std::erase_if(analyses, [&](const FileAnalysis& a) { return display_rank(a.report) != *options.rank; });
+  }
+  for (auto& a : analyses) {
+    report.ranks.push_back(std::move(a.report));
+    if (options.kernel_summary) report.kernel_summaries.push_back(std::move(a.kernels));
+  }
+  if (options.rank) {
     if (report.ranks.empty()) {
       return std::unexpected(TraceError{TraceErrorKind::kNoSuchRank, -1, fmt::format("no trace for rank {}", *options.rank), path});
     }

@@ -52,7 +52,8 @@ struct ParseOptions {
 };
 
 struct ParseSummary {
-  std::uint64_t json_bytes = 0;       // JSON text read (decompressed)
+  std::uint64_t json_bytes = 0;       // JSON text read (decompressed); an nsys export: the database's size
+  std::string_view input = "JSON";    // what was read, as the report names it ("an nsys SQLite export")
   std::uint64_t event_objects = 0;    // elements of traceEvents
   std::uint64_t complete_events = 0;  // "ph":"X" events handed to the sink
   std::uint64_t unparsed_events = 0;  // recognised as unused by their first members, not parsed

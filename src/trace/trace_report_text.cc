@@ -88,8 +88,8 @@ void rank_section(std::string& out, const RankReport& r) {
   const std::int64_t rank = display_rank(r);
   fmt::format_to(o, "== {}{}\n", r.file,
                  rank >= 0 ? fmt::format(" (rank {}{})", rank, r.world_size ? fmt::format(" of {}", *r.world_size) : "") : "");
-  fmt::format_to(o, "read {} of JSON, {} events ({} analysed, {} unused and skipped unparsed) in {:.2f} s",
-                 bytes_text(static_cast<double>(r.parse.json_bytes)), r.parse.event_objects, r.parse.complete_events,
+  fmt::format_to(o, "read {} of {}, {} events ({} analysed, {} unused and skipped unparsed) in {:.2f} s",
+                 bytes_text(static_cast<double>(r.parse.json_bytes)), r.parse.input, r.parse.event_objects, r.parse.complete_events,
                  r.parse.unparsed_events, r.parse_seconds);
   if (r.parse_seconds > 0) fmt::format_to(o, " ({}/s)", bytes_text(static_cast<double>(r.parse.json_bytes) / r.parse_seconds));
   fmt::format_to(o, "\n");

@@ -69,7 +69,7 @@ TEST(RealClientE2e, NvmlWrapperReadsWhatGpuscopeShows) {
     EXPECT_EQ(std::to_string(g["temperature.gpu_celsius"].get<int>()), r.at("temperature_c"));
     EXPECT_EQ(std::to_string(g["utilization.gpu_percent"].get<int>()), r.at("util_gpu"));
     EXPECT_EQ(std::to_string(g["utilization.memory_percent"].get<int>()), r.at("util_memory"));
-    EXPECT_EQ(std::to_string(g["clocks.sm_mhz"].get<int>()), r.at("sm_mhz"));
+    EXPECT_EQ(std::to_string(g["clocks.current.sm_mhz"].get<int>()), r.at("sm_mhz"));
     uuid_of_index[r.at("index")] = r.at("uuid");
   }
   EXPECT_EQ(gpu_rows, gpus.size());

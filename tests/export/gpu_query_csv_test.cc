@@ -46,6 +46,13 @@ TEST_F(GpuQueryCsv, NoUnitsDropsUnitsFromValues) {
 
 TEST_F(GpuQueryCsv, SmiFormats) {
   EXPECT_EQ(rows("pstate,clocks_event_reasons.active,clocks.sm"), "P0, 0x0000000000000004, 1980 MHz\n");
+  // Remapped rows pending / failed read Yes or No in nvidia-smi (the real H100's "No"), not 0.
+  sample[FieldId::kRowRemapPending] = FieldValue::of(1);
+  sample[FieldId::kRowRemapFailure] = FieldValue::of(0);
+  EXPECT_EQ(rows("remapped_rows.pending,remapped_rows.failure"), "Yes, No\n");
+  EXPECT_EQ(rows("remapped_rows.pending,remapped_rows.failure", {.header = true, .units = false}), "Yes, No\n");
+  EXPECT_EQ(gpu_query_csv_header(columns("remapped_rows.pending,clocks.sm")),
+            "remapped_rows.pending, clocks.current.sm [MHz]\n");
 }
 
 TEST_F(GpuQueryCsv, UnsupportedIsNotAvailableNeverZero) {

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <set>
+#include <string>
+
 #include "export/sample_gpus.h"
 
 namespace gpuscope::exporter {
@@ -59,12 +63,41 @@ TEST(ParseGpuQuery, RejectsAnEmptyEntry) {
 }
 
 TEST(ParseGpuQuery, AliasesPrintTheCanonicalName) {
-  auto cols = parse_gpu_query("gpu_name,gpu_bus_id,clocks.current.sm,clocks_throttle_reasons.active");
+  auto cols = parse_gpu_query("gpu_name,gpu_bus_id,clocks.current.sm,clocks.sm,clocks.max.mem,clocks_throttle_reasons.active");
   ASSERT_TRUE(cols.has_value());
   EXPECT_EQ((*cols)[0].name, "name");
   EXPECT_EQ((*cols)[1].name, "pci.bus_id");
-  EXPECT_EQ((*cols)[2].name, "clocks.sm");
-  EXPECT_EQ(std::get<FieldId>((*cols)[3].source), FieldId::kClocksEventReasons);
+  // nvidia-smi 580's name, which its header prints (the real tool's clocks.current.sm [MHz]).
+  EXPECT_EQ((*cols)[2].name, "clocks.current.sm");
+  EXPECT_EQ((*cols)[3].name, "clocks.current.sm");
+  EXPECT_EQ((*cols)[4].name, "clocks.max.memory");
+  EXPECT_EQ(std::get<FieldId>((*cols)[5].source), FieldId::kClocksEventReasons);
+}
+
+// The 188 names nvidia-smi 580 accepts for --query-gpu, as the real tool listed them.
+std::set<std::string> nvidia_smi_query_names() {
+  std::ifstream in(std::string(GPUSCOPE_SOURCE_DIR) + "/../shared/reference/real-h100/nvidia-smi-query-gpu-fields.txt");
+  std::set<std::string> names;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) names.insert(line);
+  }
+  return names;
+}
+
+TEST(ParseGpuQuery, EveryNameIsOneNvidiaSmiAcceptsAndMeansWhatItMeansThere) {
+  const auto real = nvidia_smi_query_names();
+  ASSERT_EQ(real.size(), 188u);
+  for (const auto& name : gpu_query_names()) EXPECT_TRUE(real.contains(name)) << name << ": nvidia-smi rejects it";
+  // gpuscope's extra fields, once under names of their own that nvidia-smi rejects, are DCGM columns now.
+  for (const char* rejected : {"pcie.replay_counter", "temperature.gpu.tlimit.slowdown", "temperature.gpu.tlimit.shutdown",
+                               "minor_number"}) {
+    auto cols = parse_gpu_query(rejected);
+    ASSERT_FALSE(cols.has_value()) << rejected;
+    EXPECT_EQ(cols.error().name, rejected);
+  }
+  for (const char* dcgm : {"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_SLOWDOWN_TEMP", "DCGM_FI_DEV_SHUTDOWN_TEMP"}) {
+    EXPECT_TRUE(parse_gpu_query(dcgm).has_value()) << dcgm;
+  }
 }
 
 TEST(ParseGpuQuery, EveryListedNameParses) {
@@ -84,7 +117,6 @@ TEST(IdentityText, ReadsInfoAndSystem) {
   EXPECT_EQ(identity_text(IdentityColumn::kCount, ctx, gpu), "8");
   EXPECT_EQ(identity_text(IdentityColumn::kDriverVersion, ctx, gpu), "580.65.06");
   EXPECT_EQ(identity_text(IdentityColumn::kTimestamp, ctx, gpu), "2026/01/01 00:10:00.000");
-  EXPECT_EQ(identity_text(IdentityColumn::kMinorNumber, ctx, gpu), "0");
   info.serial.reset();
   EXPECT_EQ(identity_text(IdentityColumn::kSerial, ctx, gpu), std::nullopt);
 }

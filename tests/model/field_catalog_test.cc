@@ -106,7 +106,7 @@ TEST(FieldCatalog, CoversNvidiaSmiQueryNames) {
   for (const char* name :
        {"pstate", "temperature.gpu", "temperature.memory", "utilization.gpu", "utilization.memory", "memory.total",
         "memory.used", "memory.free", "memory.reserved", "power.draw", "power.limit", "enforced.power.limit",
-        "clocks.sm", "clocks.mem", "clocks.gr", "clocks.max.sm", "fan.speed", "pcie.link.gen.current",
+        "clocks.current.sm", "clocks.current.memory", "clocks.current.graphics", "clocks.max.sm", "fan.speed", "pcie.link.gen.current",
         "pcie.link.gen.max", "pcie.link.width.current", "pcie.link.width.max", "clocks_event_reasons.active",
         "ecc.errors.corrected.volatile.total", "ecc.errors.uncorrected.volatile.total"}) {
     EXPECT_TRUE(FieldCatalog::by_smi_name(name).has_value()) << name;
@@ -129,12 +129,11 @@ namespace {
 
 TEST(FieldCatalog, NvidiaSmisOtherSpellingsNameTheSameColumn) {
   EXPECT_EQ(FieldCatalog::canonical_smi_name("gpu_name"), "name");
-  EXPECT_EQ(FieldCatalog::canonical_smi_name("clocks.current.sm"), "clocks.sm");
+  EXPECT_EQ(FieldCatalog::canonical_smi_name("clocks.sm"), "clocks.current.sm");
   EXPECT_EQ(FieldCatalog::canonical_smi_name("clocks_throttle_reasons.active"), "clocks_event_reasons.active");
   EXPECT_EQ(FieldCatalog::canonical_smi_name("memory.used"), "memory.used") << "a canonical name is itself";
   // Every alias that names a field leads to a field of the catalog.
-  for (std::string_view alias : {"clocks.current.memory", "clocks.current.graphics", "clocks.current.video",
-                                 "clocks.max.memory", "clocks.max.graphics"}) {
+  for (std::string_view alias : {"clocks.mem", "clocks.gr", "clocks.video", "clocks.max.mem", "clocks.max.gr"}) {
     EXPECT_TRUE(FieldCatalog::by_smi_name(FieldCatalog::canonical_smi_name(alias)).has_value()) << alias;
   }
 }

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The simulator under a per-call cost profile against the real H100's footprint: `gpuscope serve`
+# with defaults (--no-history, 1 s readings) and the bare NVML loop (bench/tools/bare_nvml_loop.cc,
+# the real probes/floor.c's calls + GPM), each for DURATION seconds on the simulated driver charging
+# what driver 580 charges (cost_profile h100-580). Prints CPU % of one core (utime+stime from /proc)
+# beside the real figures (shared/reference/real-h100/README.md: 0.55 % and 0.53 %, one GPU) with the
+# ratio, and the agent's NVML calls per reading by function (from the simulator's call counts).
+#
+# Usage: bench/sim_cost_profile.sh [DURATION_SECONDS (default 120)]
+# Env:   GPUSCOPE (default build/gpuscope), SIM_LIB (default build/sim/libnvidia-ml.so.1),
+#        BARE (default build/bench/bare_nvml_loop), PROFILE (default h100-580; "none" is today's free
+#        simulator), GPUS=8 runs scenarios/demo.yaml (8 H100s) instead of bench/h100_costs.yaml (1),
+#        AGENT_ARGS (extra `serve` flags, e.g. "--counter-interval 0s": real 1.25 %)
+#
+# Builds nothing. Traffic goes to 127.0.0.1 only; the processes it starts are stopped by PID on any exit.
+set -euo pipefail
+# shellcheck source=bench/stop_by_pid.sh
+source "$(dirname "${BASH_SOURCE[0]}")/stop_by_pid.sh"
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+duration=${1:-120}
+binary=${GPUSCOPE:-build/gpuscope}
+sim_lib=${SIM_LIB:-build/sim/libnvidia-ml.so.1}
+bare=${BARE:-build/bench/bare_nvml_loop}
+profile=${PROFILE:-h100-580}
+gpus=${GPUS:-1}
+case $gpus in
+  1) scenario=bench/h100_costs.yaml ;;
+  8) scenario=scenarios/demo.yaml ;;
+  *) echo "sim_cost_profile: GPUS must be 1 or 8" >&2; exit 2 ;;
+esac
+# The real H100's figures (1 GPU, 1 s readings): gpuscope serve --no-history, and probes/floor.c with GPM.
+real_agent=0.55
+real_bare=0.53
+[[ ${AGENT_ARGS:-} == *"--counter-interval 0s"* ]] && real_agent=1.25
+
+[[ $duration =~ ^[0-9]+$ && $duration -gt 0 ]] || { echo "sim_cost_profile: DURATION_SECONDS must be a positive integer" >&2; exit 2; }
+for f in "$binary" "$bare"; do [[ -x $f ]] || { echo "sim_cost_profile: no executable at $f (build it first)" >&2; exit 2; }; done
+[[ -f $sim_lib ]] || { echo "sim_cost_profile: no simulated NVML at $sim_lib (build gpuscope_sim)" >&2; exit 2; }
+
+hz=$(getconf CLK_TCK)
+work=$(mktemp -d)
+agent_pid=""
+# shellcheck disable=SC2317  # invoked by the EXIT trap
+cleanup() {
+  stop_by_pid "$agent_pid"
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+stat_fields() { sed 's/^.*) //' "/proc/$1/stat"; }
+cpu_ticks() { stat_fields "$1" | awk '{print $12 + $13}'; }
+uptime_s() { cut -d' ' -f1 /proc/uptime; }
+
+echo "scenario=$scenario gpus=$gpus profile=$profile duration=${duration}s CLK_TCK=$hz nproc=$(nproc) loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
+
+# 1. gpuscope serve with defaults; the simulator writes its call counts at the agent's nvmlShutdown.
+: >"$work/agent.log"
+# shellcheck disable=SC2086  # AGENT_ARGS is a list of flags
+GPUSCOPE_SIM_LIB="$sim_lib" GPUSCOPE_SIM_COST_PROFILE="$profile" GPUSCOPE_SIM_CALL_COUNTS="$work/agent_calls.tsv" \
+  "$binary" --simulate="$scenario" serve --listen 127.0.0.1:0 --no-history ${AGENT_ARGS:-} 2>"$work/agent.log" >/dev/null &
+agent_pid=$!
+address=""
+for _ in $(seq 1 300); do  # bounded wait (30 s: the first reading pays the profile's slow calls)
+  address=$(sed -n 's/.*msg=listening address=\([^ ]*\).*/\1/p' "$work/agent.log" | head -n1)
+  [[ -n $address ]] && break
+  kill -0 "$agent_pid" 2>/dev/null || { echo "sim_cost_profile: agent exited early:" >&2; cat "$work/agent.log" >&2; exit 1; }
+  sleep 0.1
+done
+[[ -n $address ]] || { echo "sim_cost_profile: no 'listening' line within 30 s:" >&2; cat "$work/agent.log" >&2; exit 1; }
+sleep 2  # past the first reading and the discovery
+t0=$(cpu_ticks "$agent_pid") u0=$(uptime_s)
+sleep "$duration"
+t1=$(cpu_ticks "$agent_pid") u1=$(uptime_s)
+total_ticks=$t1
+stop_by_pid "$agent_pid" 50
+agent_pid=""
+[[ -s $work/agent_calls.tsv ]] || { echo "sim_cost_profile: the simulator wrote no call counts (did the agent shut NVML down?)" >&2; cat "$work/agent.log" >&2; exit 1; }
+agent_pct=$(awk -v a="$t0" -v b="$t1" -v ua="$u0" -v ub="$u1" -v hz="$hz" 'BEGIN { printf "%.3f", (b - a) / hz / (ub - ua) * 100 }')
+
+# 2. The bare loop, the same seconds.
+bare_line=$(GPUSCOPE_SIM_SCENARIO="$scenario" GPUSCOPE_SIM_COST_PROFILE="$profile" "$bare" "$duration" gpm "$sim_lib")
+bare_pct=$(sed -n 's/.* \([0-9.]*\) % of one core.*/\1/p' <<<"$bare_line")
+
+ratio() { awk -v s="$1" -v r="$2" 'BEGIN { printf "%.2f", s / r }'; }
+echo
+echo "| process (${gpus} GPU, 1 s readings) | simulated, $profile | real H100 (1 GPU) | ratio |"
+echo "| --- | --- | --- | --- |"
+echo "| gpuscope serve --no-history ${AGENT_ARGS:-}(steady) | ${agent_pct} % | ${real_agent} % | $(ratio "$agent_pct" "$real_agent") |"
+echo "| bare NVML loop + GPM (whole run) | ${bare_pct} % | ${real_bare} % | $(ratio "$bare_pct" "$real_bare") |"
+echo
+echo "agent: $total_ticks CPU ticks since its start (startup included); $bare_line"
+echo
+# Readings: every reading makes one nvmlDeviceGetUtilizationRates call per GPU.
+readings=$(awk -F'\t' -v g="$gpus" '$1 == "nvmlDeviceGetUtilizationRates" { print $2 / g }' "$work/agent_calls.tsv")
+echo "gpuscope serve's NVML calls per reading per GPU (${readings} readings; discovery's one-off calls included):"
+sort -t$'\t' -k2,2nr "$work/agent_calls.tsv" |
+  awk -F'\t' -v r="$readings" -v g="$gpus" '{ printf "  %-46s %8.2f\n", $1, $2 / r / g }'
