@@ -100,6 +100,9 @@ std::expected<QueryOptions, ParseExit> parse_query_args(std::span<const std::str
   app->add_option("--loop-ms", loop_ms, "(also -lms) repeat every MILLISECONDS")->type_name("MS");
   app->add_option("-i,--id", ids, "only these GPUs: indices, UUIDs or PCI bus ids, comma-separated")
       ->type_name("IDS");
+  bool help_query_gpu = false;
+  app->add_flag("--help-query-gpu", help_query_gpu,
+                "list every --query-gpu name with its other spellings and what it means, as nvidia-smi does");
   app->footer(fmt::format("Fields for --query-gpu:\n{}\n  and any DCGM field name of gpuscope's catalog, e.g. "
                           "DCGM_FI_PROF_SM_ACTIVE,\n  DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, DCGM_FI_PROF_DRAM_ACTIVE "
                           "(the profiling ratios that show whether\n  the GPU is really busy)\n\n{}",
@@ -107,6 +110,7 @@ std::expected<QueryOptions, ParseExit> parse_query_args(std::span<const std::str
 
   const auto args = with_long_loop_ms(raw_args);
   if (auto parsed = parse_arguments(*app, args); !parsed) return std::unexpected(parsed.error());
+  if (help_query_gpu) return std::unexpected(ParseExit{kExitOk, exporter::gpu_query_help()});
 
   QueryOptions options;
   const bool has_gpu = app->count("--query-gpu") > 0;

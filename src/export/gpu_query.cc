@@ -15,20 +15,21 @@ using model::FieldCatalog;
 struct IdentityName {
   std::string_view name;
   IdentityColumn column;
+  std::string_view help;
 };
 
 // nvidia-smi 580's names (a name it rejects, gpuscope rejects too: a script must not read something else).
 constexpr std::array<IdentityName, 10> kIdentityNames{{
-    {"index", IdentityColumn::kIndex},
-    {"name", IdentityColumn::kName},
-    {"uuid", IdentityColumn::kUuid},
-    {"serial", IdentityColumn::kSerial},
-    {"pci.bus_id", IdentityColumn::kPciBusId},
-    {"driver_version", IdentityColumn::kDriverVersion},
-    {"timestamp", IdentityColumn::kTimestamp},
-    {"count", IdentityColumn::kCount},
-    {"vbios_version", IdentityColumn::kVbiosVersion},
-    {"compute_cap", IdentityColumn::kComputeCap},
+    {"index", IdentityColumn::kIndex, "The GPU's index in NVML's enumeration (0-based)."},
+    {"name", IdentityColumn::kName, "The GPU's product name."},
+    {"uuid", IdentityColumn::kUuid, "The GPU's globally unique, immutable identifier (GPU-...)."},
+    {"serial", IdentityColumn::kSerial, "The serial number printed on the board."},
+    {"pci.bus_id", IdentityColumn::kPciBusId, "PCI bus id as domain:bus:device.function (00000000:18:00.0)."},
+    {"driver_version", IdentityColumn::kDriverVersion, "The version of the installed NVIDIA driver."},
+    {"timestamp", IdentityColumn::kTimestamp, "When the reading was taken, YYYY/MM/DD HH:MM:SS.msec (local time)."},
+    {"count", IdentityColumn::kCount, "The number of GPUs in the system."},
+    {"vbios_version", IdentityColumn::kVbiosVersion, "The BIOS of the GPU board."},
+    {"compute_cap", IdentityColumn::kComputeCap, "The CUDA compute capability (major.minor)."},
 }};
 
 bool is_blank(char c) { return c == ' ' || c == '\t'; }
@@ -111,6 +112,29 @@ int identity_error(IdentityColumn column, const GpuView& gpu) {
     default: break;
   }
   return gpu.info.discovery_error;
+}
+
+std::string gpu_query_help() {
+  const auto spellings = [](std::string_view name) {
+    std::string out = fmt::format("\"{}\"", name);
+    for (const auto& [alias, real] : FieldCatalog::smi_aliases()) {
+      if (real == name) out += fmt::format(" or \"{}\"", alias);
+    }
+    return out;
+  };
+  std::string out = "List of valid properties to query for the switch \"--query-gpu=\":\n\n";
+  for (const auto& id : kIdentityNames) out += fmt::format("{}\n{}\n\n", spellings(id.name), id.help);
+  for (const auto& def : FieldCatalog::all()) {
+    if (def.smi_name.empty()) continue;
+    out += fmt::format("{}\n{}{}\n\n", spellings(def.smi_name), def.help,
+                       def.dcgm_name.empty() ? std::string() : fmt::format(" (also {})", def.dcgm_name));
+  }
+  out += "Beyond nvidia-smi's names, these DCGM names of gpuscope's catalog are columns too:\n\n";
+  for (const auto& def : FieldCatalog::all()) {
+    if (def.dcgm_name.empty() || !def.smi_name.empty()) continue;
+    out += fmt::format("\"{}\"\n{}\n\n", def.dcgm_name, def.help);
+  }
+  return out;
 }
 
 std::vector<std::string> gpu_query_names() {

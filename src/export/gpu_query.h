@@ -48,6 +48,10 @@ std::expected<std::vector<GpuColumn>, UnknownQueryName> parse_gpu_query(std::str
 // Every name parse_gpu_query accepts as canonical, for --help.
 std::vector<std::string> gpu_query_names();
 
+// `query --help-query-gpu`: every --query-gpu name with its other spellings and what it means, as
+// nvidia-smi --help-query-gpu lists them, then the DCGM names that reach the fields nvidia-smi has none for.
+std::string gpu_query_help();
+
 // An identity column's value as text ("0", "NVIDIA H100 80GB HBM3", "9.0"); nullopt when the driver
 // did not report it.
 std::optional<std::string> identity_text(IdentityColumn column, const QueryContext& context, const GpuView& gpu);

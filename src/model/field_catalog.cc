@@ -172,27 +172,32 @@ std::optional<FieldId> FieldCatalog::by_smi_name(std::string_view name) {
   return std::nullopt;
 }
 
+namespace {
+// Scripts in the wild use every one of these spellings.
+constexpr std::pair<std::string_view, std::string_view> kSmiAliases[] = {
+    {"gpu_name", "name"},
+    {"gpu_uuid", "uuid"},
+    {"gpu_serial", "serial"},
+    {"gpu_bus_id", "pci.bus_id"},
+    // nvidia-smi 580 names the clocks clocks.current.* and prints that name for either spelling.
+    {"clocks.sm", "clocks.current.sm"},
+    {"clocks.mem", "clocks.current.memory"},
+    {"clocks.gr", "clocks.current.graphics"},
+    {"clocks.video", "clocks.current.video"},
+    {"clocks.max.mem", "clocks.max.memory"},
+    {"clocks.max.gr", "clocks.max.graphics"},
+    {"clocks_throttle_reasons.active", "clocks_event_reasons.active"},
+};
+}  // namespace
+
 std::string_view FieldCatalog::canonical_smi_name(std::string_view name) {
-  // Scripts in the wild use every one of these spellings.
-  static constexpr std::pair<std::string_view, std::string_view> kAliases[] = {
-      {"gpu_name", "name"},
-      {"gpu_uuid", "uuid"},
-      {"gpu_serial", "serial"},
-      {"gpu_bus_id", "pci.bus_id"},
-      // nvidia-smi 580 names the clocks clocks.current.* and prints that name for either spelling.
-      {"clocks.sm", "clocks.current.sm"},
-      {"clocks.mem", "clocks.current.memory"},
-      {"clocks.gr", "clocks.current.graphics"},
-      {"clocks.video", "clocks.current.video"},
-      {"clocks.max.mem", "clocks.max.memory"},
-      {"clocks.max.gr", "clocks.max.graphics"},
-      {"clocks_throttle_reasons.active", "clocks_event_reasons.active"},
-  };
-  for (const auto& [alias, real] : kAliases) {
+  for (const auto& [alias, real] : kSmiAliases) {
     if (alias == name) return real;
   }
   return name;
 }
+
+std::span<const std::pair<std::string_view, std::string_view>> FieldCatalog::smi_aliases() { return kSmiAliases; }
 
 std::optional<FieldId> FieldCatalog::by_dcgm_name(std::string_view name) {
   for (const auto& f : kFields) {

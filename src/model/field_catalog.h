@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <utility>
 
 namespace gpuscope::model {
 
@@ -121,6 +122,8 @@ class FieldCatalog {
   // nvidia-smi accepts several spellings of one --query-gpu column (gpu_name, clocks.current.sm, ...)
   // and prints a header as it was asked for: the name gpuscope knows it by, or `name` itself.
   static std::string_view canonical_smi_name(std::string_view name);
+  // nvidia-smi's other spellings of its names (alias, canonical), as canonical_smi_name maps them.
+  static std::span<const std::pair<std::string_view, std::string_view>> smi_aliases();
   static std::optional<FieldId> by_dcgm_name(std::string_view name);
   static std::optional<FieldId> by_key(std::string_view key);
 };

@@ -107,7 +107,8 @@ class NsysReader {
  public:
   NsysReader(const std::string& file, TraceEventSink& sink, TraceHeader& header, const NsysReadOptions& options)
       : file_(file), sink_(sink), header_(header), options_(options) {}
-  ~NsysReader() { sqlite3_close(db_); }
+  // _v2: the connection closes once the statements still held by members (destroyed after this body) are finalized.
+  ~NsysReader() { sqlite3_close_v2(db_); }
 
   std::expected<ParseSummary, TraceError> read() {
     if (auto checked = check_header(); !checked) return std::unexpected(checked.error());

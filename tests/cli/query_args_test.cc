@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "export/gpu_query.h"
+
 namespace gpuscope::cli {
 namespace {
 
@@ -24,6 +26,26 @@ TEST(QueryArgs, GpuQueryDefaultsToCsvWithHeaderAndUnits) {
   EXPECT_TRUE(r->csv.header);
   EXPECT_TRUE(r->csv.units);
   EXPECT_FALSE(r->loop.has_value());
+}
+
+TEST(QueryArgs, HelpQueryGpuListsEveryNameItsSpellingsAndMeaningAndExitsZero) {
+  auto r = parse_query({"--help-query-gpu"});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, 0);
+  const std::string& text = r.error().text;
+  EXPECT_TRUE(text.starts_with("List of valid properties to query for the switch \"--query-gpu=\":\n\n")) << text;
+  for (const auto& name : exporter::gpu_query_names()) {
+    const auto at = text.find("\n\"" + name + "\"");
+    ASSERT_NE(at, std::string::npos) << name;
+    // Its meaning on the next line, not an empty one.
+    const auto line_end = text.find('\n', at + 1);
+    ASSERT_NE(line_end, std::string::npos);
+    EXPECT_NE(text[line_end + 1], '\n') << name << " has no description";
+  }
+  EXPECT_NE(text.find("\"clocks.current.sm\" or \"clocks.sm\"\n"), std::string::npos) << "aliases are named";
+  EXPECT_NE(text.find("\"name\" or \"gpu_name\"\n"), std::string::npos);
+  EXPECT_NE(text.find("\"DCGM_FI_PROF_SM_ACTIVE\"\n"), std::string::npos) << "the DCGM columns are listed";
+  EXPECT_EQ(text.find("\"pcie.replay_counter\""), std::string::npos);
 }
 
 TEST(QueryArgs, SpaceSeparatedValuesToo) {

@@ -49,7 +49,7 @@ Cost model_cost(const char* function, std::vector<unsigned> fields = {}) {
   return {static_cast<double>(cpu) * 1e-3, static_cast<double>(blocked) * 1e-3};
 }
 
-std::string read_file(const std::string& path) {
+std::string read_cost_text(const std::string& path) {
   std::ifstream in(path);
   std::ostringstream s;
   s << in.rdbuf();
@@ -57,7 +57,7 @@ std::string read_file(const std::string& path) {
 }
 
 std::string costs_file() {
-  return read_file(source_dir() + "/../shared/reference/real-h100/nvml_call_costs.txt");
+  return read_cost_text(source_dir() + "/../shared/reference/real-h100/nvml_call_costs.txt");
 }
 
 // callcost.c's names for what it timed, as the exported functions.

@@ -179,7 +179,7 @@ void write_nsys(const std::string& path, const Report& report, const Tables& tab
 }
 
 // Kineto's microseconds with three decimals: exact nanoseconds.
-std::string us(std::int64_t ns) { return fmt::format("{}.{:03}", ns / 1000, ns % 1000); }
+std::string micros_text(std::int64_t ns) { return fmt::format("{}.{:03}", ns / 1000, ns % 1000); }
 
 std::string kineto_json(const Report& report) {
   std::vector<std::string> events;
@@ -196,16 +196,16 @@ std::string kineto_json(const Report& report) {
     }
     events.push_back(fmt::format(R"({{"ph": "X", "cat": "{}", "name": "{}", "pid": {}, "tid": {}, "ts": {}, "dur": {}, )"
                                  R"("args": {{"device": {}, "stream": {}, "correlation": {}{}}}}})",
-                                 cat, name, a.device, a.stream, us(a.start), us(a.end - a.start), a.device, a.stream, a.correlation, extra));
+                                 cat, name, a.device, a.stream, micros_text(a.start), micros_text(a.end - a.start), a.device, a.stream, a.correlation, extra));
   }
   for (const auto& c : report.calls) {
     events.push_back(fmt::format(R"({{"ph": "X", "cat": "cuda_runtime", "name": "{}", "pid": 77, "tid": 77, "ts": {}, "dur": {}, )"
                                  R"("args": {{"correlation": {}}}}})",
-                                 c.name, us(c.start), us(c.end - c.start), c.correlation));
+                                 c.name, micros_text(c.start), micros_text(c.end - c.start), c.correlation));
   }
   for (const auto& r : report.ranges) {
     events.push_back(fmt::format(R"({{"ph": "X", "cat": "user_annotation", "name": "{}", "pid": 77, "tid": 77, "ts": {}, "dur": {}}})",
-                                 r.text, us(r.start), us(r.end - r.start)));
+                                 r.text, micros_text(r.start), micros_text(r.end - r.start)));
   }
   std::vector<std::string> devices;
   for (const auto& [id, name] : report.gpus) devices.push_back(fmt::format(R"({{"id": {}, "name": "{}"}})", id, name));
@@ -645,7 +645,7 @@ TEST(NsysReader, ADirectoryOfRanksNamesTheStraggler) {
 }
 
 // The binary, as a user runs it.
-e2e::CommandResult gpuscope(std::vector<std::string> args) {
+e2e::CommandResult run_trace_verb(std::vector<std::string> args) {
   args.insert(args.begin(), {GPUSCOPE_EXE, "trace"});
   return e2e::run_command(args, {{"LD_LIBRARY_PATH", "/nonexistent"}}, 120);
 }
@@ -656,19 +656,19 @@ TEST(NsysCli, ReportsKernelsAndErrors) {
   const std::string db = dir.path() + "/report.sqlite";
   write_nsys(db, events);
 
-  auto full = gpuscope({db});
+  auto full = run_trace_verb({db});
   ASSERT_EQ(full.exit_code, 0) << full.err;
   EXPECT_NE(full.out.find("Verdict: "), std::string::npos) << full.out;
   EXPECT_NE(full.out.find("NVIDIA H100 80GB HBM3"), std::string::npos) << full.out;
   EXPECT_NE(full.out.find(" of nsys SQLite, "), std::string::npos) << "the report names what it read:\n" << full.out;
 
-  auto table = gpuscope({db, "--report", "kernels"});
+  auto table = run_trace_verb({db, "--report", "kernels"});
   ASSERT_EQ(table.exit_code, 0) << table.err;
   const auto expected = expected_kernel_rows(events);
   for (const auto& [name, e] : expected) EXPECT_NE(table.out.find(name), std::string::npos) << table.out;
   EXPECT_NE(table.out.find(" Time (%)  Total Time (ns)  Instances"), std::string::npos) << table.out;
 
-  auto json = gpuscope({db, "--report", "kernels", "--format", "json"});
+  auto json = run_trace_verb({db, "--report", "kernels", "--format", "json"});
   ASSERT_EQ(json.exit_code, 0) << json.err;
   const auto doc = nlohmann::json::parse(json.out);
   const auto& kernels = doc["kernel_summaries"][0]["kernels"];
@@ -681,10 +681,10 @@ TEST(NsysCli, ReportsKernelsAndErrors) {
   }
 
   const std::string bad = dir.write("broken.sqlite", "not a database at all, only some words");
-  auto error = gpuscope({bad});
+  auto error = run_trace_verb({bad});
   EXPECT_EQ(error.exit_code, 1);
   EXPECT_EQ(error.err, "gpuscope: " + bad + ": not an SQLite database (no \"SQLite format 3\" header) at byte 0\n");
-  auto flag = gpuscope({db, "--report", "everything"});
+  auto flag = run_trace_verb({db, "--report", "everything"});
   EXPECT_EQ(flag.exit_code, 2);
   EXPECT_NE(flag.err.find("--report"), std::string::npos) << flag.err;
 }
