@@ -354,6 +354,30 @@ class NsysReader {
     return {};  // device names are a nicety: a damaged table is not worth failing the report for
   }
 
+  // The columns every activity table starts its SELECT with: start, end, deviceId, streamId, correlationId.
+  struct Activity {
+    TraceEvent event;
+    std::int64_t start = 0, end = 0;
+  };
+  static std::expected<Activity, ColumnError> activity_columns(sqlite3_stmt* row, EventCategory category) {
+    auto start = integer_column(row, 0, "start");
+    auto end = integer_column(row, 1, "end");
+    auto device = integer_column(row, 2, "deviceId", -1);
+    auto stream = integer_column(row, 3, "streamId", -1);
+    auto correlation = integer_column(row, 4, "correlationId", -1);
+    for (const auto* v : {&start, &end, &device, &stream, &correlation}) {
+      if (!*v) return std::unexpected(v->error());
+    }
+    Activity a;
+    a.event.category = category;
+    a.event.device = *device;
+    a.event.stream = *stream;
+    a.event.correlation = *correlation;
+    a.start = *start;
+    a.end = *end;
+    return a;
+  }
+
   std::expected<void, TraceError> read_kernels() {
     constexpr std::string_view kTable = "CUPTI_ACTIVITY_KIND_KERNEL";
     auto columns = require_columns(kTable, {"start", "end", "deviceId", "streamId", "correlationId"});
@@ -363,22 +387,12 @@ class NsysReader {
     if (name == nullptr) return fail(TraceErrorKind::kBadField, fmt::format("table {} has no column demangledName or shortName", kTable));
     return read_rows(kTable, fmt::format("SELECT start, end, deviceId, streamId, correlationId, {} FROM {}", name, kTable),
                      [&](sqlite3_stmt* row) -> std::expected<void, ColumnError> {
-                       auto start = integer_column(row, 0, "start");
-                       auto end = integer_column(row, 1, "end");
-                       auto device = integer_column(row, 2, "deviceId", -1);
-                       auto stream = integer_column(row, 3, "streamId", -1);
-                       auto correlation = integer_column(row, 4, "correlationId", -1);
+                       auto activity = activity_columns(row, EventCategory::kKernel);
+                       if (!activity) return std::unexpected(activity.error());
                        auto name_id = integer_column(row, 5, "the kernel's name id");
-                       for (const auto* v : {&start, &end, &device, &stream, &correlation, &name_id}) {
-                         if (!*v) return std::unexpected(v->error());
-                       }
-                       TraceEvent event;
-                       event.category = EventCategory::kKernel;
-                       event.name = string_of(*name_id);
-                       event.device = *device;
-                       event.stream = *stream;
-                       event.correlation = *correlation;
-                       return emit(event, *start, *end);
+                       if (!name_id) return std::unexpected(name_id.error());
+                       activity->event.name = string_of(*name_id);
+                       return emit(activity->event, activity->start, activity->end);
                      });
   }
 
@@ -388,24 +402,15 @@ class NsysReader {
     if (!columns) return std::unexpected(columns.error());
     return read_rows(kTable, fmt::format("SELECT start, end, deviceId, streamId, correlationId, copyKind, bytes FROM {}", kTable),
                      [&](sqlite3_stmt* row) -> std::expected<void, ColumnError> {
-                       auto start = integer_column(row, 0, "start");
-                       auto end = integer_column(row, 1, "end");
-                       auto device = integer_column(row, 2, "deviceId", -1);
-                       auto stream = integer_column(row, 3, "streamId", -1);
-                       auto correlation = integer_column(row, 4, "correlationId", -1);
+                       auto activity = activity_columns(row, EventCategory::kGpuMemcpy);
+                       if (!activity) return std::unexpected(activity.error());
                        auto kind = integer_column(row, 5, "copyKind", 0);
+                       if (!kind) return std::unexpected(kind.error());
                        auto bytes = integer_column(row, 6, "bytes", -1);
-                       for (const auto* v : {&start, &end, &device, &stream, &correlation, &kind, &bytes}) {
-                         if (!*v) return std::unexpected(v->error());
-                       }
-                       TraceEvent event;
-                       event.category = EventCategory::kGpuMemcpy;
-                       event.name = memcpy_name(*kind);
-                       event.device = *device;
-                       event.stream = *stream;
-                       event.correlation = *correlation;
-                       event.bytes = *bytes;
-                       return emit(event, *start, *end);
+                       if (!bytes) return std::unexpected(bytes.error());
+                       activity->event.name = memcpy_name(*kind);
+                       activity->event.bytes = *bytes;
+                       return emit(activity->event, activity->start, activity->end);
                      });
   }
 
@@ -415,23 +420,13 @@ class NsysReader {
     if (!columns) return std::unexpected(columns.error());
     return read_rows(kTable, fmt::format("SELECT start, end, deviceId, streamId, correlationId, bytes FROM {}", kTable),
                      [&](sqlite3_stmt* row) -> std::expected<void, ColumnError> {
-                       auto start = integer_column(row, 0, "start");
-                       auto end = integer_column(row, 1, "end");
-                       auto device = integer_column(row, 2, "deviceId", -1);
-                       auto stream = integer_column(row, 3, "streamId", -1);
-                       auto correlation = integer_column(row, 4, "correlationId", -1);
+                       auto activity = activity_columns(row, EventCategory::kGpuMemset);
+                       if (!activity) return std::unexpected(activity.error());
                        auto bytes = integer_column(row, 5, "bytes", -1);
-                       for (const auto* v : {&start, &end, &device, &stream, &correlation, &bytes}) {
-                         if (!*v) return std::unexpected(v->error());
-                       }
-                       TraceEvent event;
-                       event.category = EventCategory::kGpuMemset;
-                       event.name = "Memset";
-                       event.device = *device;
-                       event.stream = *stream;
-                       event.correlation = *correlation;
-                       event.bytes = *bytes;
-                       return emit(event, *start, *end);
+                       if (!bytes) return std::unexpected(bytes.error());
+                       activity->event.name = "Memset";
+                       activity->event.bytes = *bytes;
+                       return emit(activity->event, activity->start, activity->end);
                      });
   }
 
