@@ -186,8 +186,11 @@ TEST(RecentWindow, ReadersSeeConsistentSeriesWhileTheSamplerAppends) {
   RecentWindow w(kKeptNames, kSpanMs);
   constexpr int kReadings = 3000;
   std::atomic<bool> done{false};
-  std::atomic<int> failures{0}, reads{0};
+  std::atomic<int> failures{0}, reads{0}, readers_started{0};
   std::thread writer([&] {
+    // Only once both readers are in their loops: a writer scheduled first could otherwise finish before
+    // they start, and the test would check nothing concurrent (reads 0, seen on a loaded 2-core machine).
+    while (readers_started.load() < 2) std::this_thread::yield();
     for (int i = 0; i < kReadings; ++i) {
       // Every 100 readings GPU 1 drops out for a reading: markers and new layouts concurrently too.
       const bool gpu1 = i % 100 != 50;
@@ -199,7 +202,12 @@ TEST(RecentWindow, ReadersSeeConsistentSeriesWhileTheSamplerAppends) {
   for (int r = 0; r < 2; ++r) {
     readers.emplace_back([&] {
       const LabelMatcher m[] = {window_matcher(LabelMatcher::Op::kRegex, "__name__", "DCGM_FI_PROF_SM_ACTIVE")};
+      bool started = false;
       while (!done) {
+        if (!started) {
+          started = true;
+          readers_started.fetch_add(1);
+        }
         auto sel = w.select(m, INT64_MIN, INT64_MAX);
         if (!sel) {
           failures.fetch_add(1);
