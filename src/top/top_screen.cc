@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "analysis/thresholds.h"
+
 namespace gpuscope::top {
 namespace {
 
@@ -19,8 +21,6 @@ constexpr int kMinSparkline = 8;
 constexpr int kCompactSparklineWidth = 100;
 // Within this many degrees of the slowdown temperature the clocks are about to drop.
 constexpr double kHotMarginC = 5;
-// Power at or above this share of the limit is drawn as at the cap (the diagnosis' power_cap_share).
-constexpr double kPowerCapShare = 0.95;
 constexpr double kMiBPerGiB = 1024;
 
 // Eighths of a cell, for the bars' last cell.
@@ -67,7 +67,9 @@ Style temperature_style(const GpuFrame& g, const std::optional<double>& slowdown
 
 Style power_style(const GpuFrame& g) {
   const auto share = share_percent(g.value(Metric::kPowerWatts), g.value(Metric::kPowerLimitWatts));
-  return share && *share >= kPowerCapShare * 100 ? Style::kWarn : Style::kNormal;
+  // At or above the diagnosis' power-cap share of the limit, drawn as at the cap.
+  static const double cap_share = analysis::Thresholds{}.power_cap_share;
+  return share && *share >= cap_share * 100 ? Style::kWarn : Style::kNormal;
 }
 
 Style verdict_style(const VerdictLine& v) {
