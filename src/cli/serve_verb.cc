@@ -87,6 +87,9 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
                   "read the cumulative counters (energy, violation times, ECC, remapped rows, PCIe replays) this "
                   "often, 0s to 1h (default 10s; 0s: every reading): they cost ms of CPU per GPU on a real driver")
       ->type_name("DURATION");
+  app->add_flag("--nvml-call-counts", o.count_nvml_calls,
+                "export gpuscope_nvml_calls_total{function}: the calls made to each NVML function (to see what a "
+                "reading costs the driver)");
   app->add_option("--collectors", o.collectors_file,
                   "which DCGM fields to export: a dcgm-exporter collectors CSV (FIELD, type, help)")
       ->type_name("FILE");
@@ -440,6 +443,7 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
   reading.watch_events = true;           // XIDs and ECC events as they happen
   reading.read_pcie_throughput = false;  // 2 x ~20 ms per GPU on a real driver; /metrics uses GPM's PCIe bytes
   reading.counter_interval = o.counter_interval;
+  reading.count_calls = o.count_nvml_calls;
   auto opened = open_backend(inv, reading);
   if (!opened) return opened.error();
   log.info("NVML loaded", {{"library", (*opened)->system().library_path},

@@ -145,8 +145,8 @@ std::vector<CollectorResult> collector_results(const model::Snapshot& snapshot) 
   }
   std::vector<CollectorResult> out;
   for (std::size_t c = 0; c < model::kCollectorCount; ++c) {
-    out.push_back({model::kCollectorNames[c],
-                   std::chrono::duration<double>(snapshot.collector_durations[c]).count(), ok[c]});
+    out.push_back({model::kCollectorNames[c], std::chrono::duration<double>(snapshot.collector_durations[c]).count(),
+                   ok[c], std::chrono::duration<double>(snapshot.collector_cpu_total[c]).count()});
   }
   return out;
 }
@@ -175,12 +175,30 @@ void write_agent_metrics(ExpositionWriter& w, const AgentStatus& s) {
       l.add("collector", c.name);
       w.sample("gpuscope_collector_duration_seconds", l.text(), c.duration_seconds);
     }
+    w.family("gpuscope_collector_cpu_seconds_total", MetricType::kCounter,
+             "CPU time the reading thread spent in each collector since the agent started, over all GPUs: on a "
+             "real driver mostly the driver's own work inside NVML.");
+    for (const auto& c : s.collectors) {
+      LabelSet l;
+      l.add("collector", c.name);
+      w.sample("gpuscope_collector_cpu_seconds_total", l.text(), c.cpu_seconds_total);
+    }
     w.family("gpuscope_collector_success", MetricType::kGauge,
              "Whether each collector read every GPU without an NVML error at the latest reading (1) or not (0).");
     for (const auto& c : s.collectors) {
       LabelSet l;
       l.add("collector", c.name);
       w.sample("gpuscope_collector_success", l.text(), c.success ? 1 : 0);
+    }
+  }
+
+  if (!s.nvml_calls.empty()) {
+    w.family("gpuscope_nvml_calls_total", MetricType::kCounter,
+             "Calls the agent made to each NVML function since it started (serve --nvml-call-counts).");
+    for (const auto& [function, count] : s.nvml_calls) {
+      LabelSet l;
+      l.add("function", function);
+      w.sample("gpuscope_nvml_calls_total", l.text(), static_cast<double>(count));
     }
   }
 

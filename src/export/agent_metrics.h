@@ -18,6 +18,7 @@ struct CollectorResult {
   std::string_view name;
   double duration_seconds = 0;
   bool success = true;
+  double cpu_seconds_total = 0;  // since the agent started
 };
 
 struct ProcessUsage {
@@ -116,6 +117,7 @@ struct AgentStatus {
   std::uint64_t samples_total = 0;
   std::uint64_t overruns_total = 0;
   std::vector<CollectorResult> collectors;
+  std::vector<std::pair<std::string_view, std::uint64_t>> nvml_calls;  // serve --nvml-call-counts
   bool config_reload_success = true;
   double config_reload_timestamp_seconds = 0;
   std::string version;

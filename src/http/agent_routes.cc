@@ -84,6 +84,7 @@ exporter::AgentStatus AgentRoutes::agent_status() const {
     status.sample_age_seconds = std::chrono::duration<double>(clock_.steady() - pub->started).count();
     status.sample_duration_seconds = std::chrono::duration<double>(pub->finished - pub->started).count();
     status.collectors = exporter::collector_results(pub->snapshot);
+    status.nvml_calls = pub->snapshot.nvml_calls;
   }
   status.interval_seconds = std::chrono::duration<double>(sampler_.interval()).count();
   const auto stats = sampler_.stats();

@@ -92,6 +92,12 @@ struct Snapshot {
   std::vector<GpuSample> gpus;
   // Time spent in each collector, summed over the GPUs.
   std::array<std::chrono::nanoseconds, kCollectorCount> collector_durations{};
+  // CPU time the reading thread spent in each collector since the backend opened (a counter): on a real
+  // driver most of it is the driver's own work inside the NVML calls.
+  std::array<std::chrono::nanoseconds, kCollectorCount> collector_cpu_total{};
+  // With call counting on (serve --nvml-call-counts): calls made to each NVML function since the backend
+  // opened, by the function's symbol name; empty otherwise.
+  std::vector<std::pair<std::string_view, std::uint64_t>> nvml_calls;
 };
 
 }  // namespace gpuscope::model

@@ -255,6 +255,14 @@ enum : unsigned long long {
 enum : unsigned {
   NVML_FI_DEV_ECC_SBE_VOL_TOTAL = 3,
   NVML_FI_DEV_ECC_DBE_VOL_TOTAL = 4,
+  // Nanoseconds the clocks were held down by each policy, as nvmlDeviceGetViolationStatus (one batched
+  // query instead of one call per policy).
+  NVML_FI_DEV_PERF_POLICY_POWER = 74,
+  NVML_FI_DEV_PERF_POLICY_THERMAL = 75,
+  NVML_FI_DEV_PERF_POLICY_SYNC_BOOST = 76,
+  NVML_FI_DEV_PERF_POLICY_BOARD_LIMIT = 77,
+  NVML_FI_DEV_PERF_POLICY_LOW_UTILIZATION = 78,
+  NVML_FI_DEV_PERF_POLICY_RELIABILITY = 79,
   NVML_FI_DEV_MEMORY_TEMP = 82,
   NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION = 83,
   NVML_FI_DEV_NVLINK_LINK_COUNT = 91,
@@ -414,6 +422,10 @@ nvmlReturn_t gpuscopeSimGetProcessName(unsigned int pid, char* name, unsigned in
 nvmlReturn_t gpuscopeSimGetProcessUser(unsigned int pid, char* user, unsigned int length);
 // The scenario's node hostname (node.hostname), so labels match the simulated node, not this machine.
 nvmlReturn_t gpuscopeSimGetHostname(char* name, unsigned int length);
+// The scenario's fabric (`fabric:`) as a sysfs tree under a temporary directory (made on the first call,
+// removed at the last nvmlShutdown): its counter files are rewritten for the simulator's current time
+// on every call, and `root` gets the directory to read as /sys. NOT_SUPPORTED for a scenario without one.
+nvmlReturn_t gpuscopeSimUpdateSysfs(char* root, unsigned int length);
 // How many times `function` (an NVML function name) was called since the library was loaded, for
 // tests that assert what a reader calls rather than how long it took.
 nvmlReturn_t gpuscopeSimGetCallCount(const char* function, unsigned long long* count);

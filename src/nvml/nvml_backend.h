@@ -38,6 +38,8 @@ struct BackendOptions {
   // rows) at most this often and carry them over in between; 0: every sample. On a real driver they
   // are most of a sample's CPU (0.2 to 3 ms each per GPU).
   std::chrono::nanoseconds counter_interval{0};
+  // Count the calls to each NVML function (Snapshot::nvml_calls): a debug aid, ~1 ns a call.
+  bool count_calls = false;
 };
 
 enum class BackendErrorKind {
@@ -78,6 +80,10 @@ class NvmlBackend {
 
   // Simulator only: freeze the simulated clock at `t`. False when the library is not the simulator.
   bool set_sim_time(std::chrono::system_clock::time_point t);
+  // Simulator only: the scenario's fabric as a sysfs tree, its counters brought to the simulator's
+  // current time; the tree's root. Nullopt when the library is not the simulator or the scenario has
+  // no fabric.
+  std::optional<std::string> update_sim_sysfs() const;
 
   const NvmlLibrary& library() const { return *library_; }
 
@@ -94,6 +100,8 @@ class NvmlBackend {
   void read_utilization(model::GpuSample& g, nvmlDevice_t d, Mark&& mark);
   template <class Mark>
   void read_memory(model::GpuSample& g, nvmlDevice_t d, Mark&& mark);
+  template <class Mark>
+  void read_bar1(model::GpuSample& g, nvmlDevice_t d, Mark&& mark);
   template <class Mark>
   void read_health(model::GpuSample& g, nvmlDevice_t d, Mark&& mark);
   template <class Mark>
@@ -116,6 +124,8 @@ class NvmlBackend {
   bool read_pcie_throughput_ = true;
   std::chrono::nanoseconds counter_interval_{0};
   std::array<std::chrono::nanoseconds, model::kCollectorCount> collector_durations_{};
+  std::array<std::chrono::nanoseconds, model::kCollectorCount> collector_cpu_{};        // this reading
+  std::array<std::chrono::nanoseconds, model::kCollectorCount> collector_cpu_total_{};  // since open
 };
 
 // Where gpuscope's simulated libnvidia-ml.so.1 is: env GPUSCOPE_SIM_LIB, else next to the running

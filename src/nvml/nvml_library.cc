@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <atomic>
 #include <climits>
 #include <cstdlib>
 
@@ -24,10 +25,13 @@ std::string resolved_path(void* handle, const std::string& fallback) {
   return map->l_name;
 }
 
+// Whether a library that counts its calls is open (CountedCall's state is per process).
+std::atomic<bool> counting_library_open{false};
+
 }  // namespace
 
 std::expected<std::unique_ptr<NvmlLibrary>, BackendError> NvmlLibrary::open(
-    const std::vector<std::string>& candidates, std::string_view named_by) {
+    const std::vector<std::string>& candidates, std::string_view named_by, bool count_calls) {
   std::string tried;
   for (const auto& name : candidates) {
     // RTLD_LOCAL: two different NVML libraries in one process (tests) must not see each other's symbols.
@@ -41,6 +45,9 @@ std::expected<std::unique_ptr<NvmlLibrary>, BackendError> NvmlLibrary::open(
     std::unique_ptr<NvmlLibrary> lib(new NvmlLibrary());
     lib->handle_ = handle;
     lib->path_ = resolved_path(handle, name);
+    // Counting goes through per-slot static thunks: a second counting library in the process would
+    // take them over, so it is opened without counting.
+    lib->counting_ = count_calls && !counting_library_open.exchange(true);
     lib->resolve_all();
     if (lib->nvmlInit_v2 == nullptr || lib->nvmlDeviceGetCount_v2 == nullptr ||
         lib->nvmlDeviceGetHandleByIndex_v2 == nullptr) {
@@ -71,6 +78,7 @@ std::expected<std::unique_ptr<NvmlLibrary>, BackendError> NvmlLibrary::open(
 
 NvmlLibrary::~NvmlLibrary() {
   if (handle_ != nullptr) dlclose(handle_);
+  if (counting_) counting_library_open.store(false);
 }
 
 std::string NvmlLibrary::error_string(nvmlReturn_t code) const {
@@ -80,7 +88,31 @@ std::string NvmlLibrary::error_string(nvmlReturn_t code) const {
   return fmt::format("NVML error {}", static_cast<int>(code));
 }
 
-template <class Fn>
+namespace {
+
+// A slot's stand-in while calls are counted: counts, then calls the library's function. One per slot
+// (Id), so its state is static: one counting library per process (NvmlLibrary::open enforces it).
+template <int Id, class R, class... A>
+struct CountedCall {
+  static inline R (*real)(A...) = nullptr;
+  static inline std::atomic<std::uint64_t>* count = nullptr;
+  static R call(A... args) {
+    count->fetch_add(1, std::memory_order_relaxed);
+    return real(args...);
+  }
+};
+
+template <int Id, class R, class... A>
+void count_through(R (*&slot)(A...), std::atomic<std::uint64_t>* count) {
+  using Thunk = CountedCall<Id, R, A...>;
+  Thunk::real = slot;
+  Thunk::count = count;
+  slot = &Thunk::call;
+}
+
+}  // namespace
+
+template <int Id, class Fn>
 void NvmlLibrary::resolve(Fn& slot, std::initializer_list<const char*> names) {
   std::string found;
   for (const char* name : names) {
@@ -90,90 +122,103 @@ void NvmlLibrary::resolve(Fn& slot, std::initializer_list<const char*> names) {
       break;
     }
   }
-  resolved_.emplace_back(*names.begin(), found);
+  const char* symbol = *names.begin();
+  resolved_.emplace_back(symbol, found);
+  if (counting_ && slot != nullptr && std::string_view(symbol).starts_with("nvml")) {
+    call_counts_.push_back({symbol, std::make_unique<std::atomic<std::uint64_t>>(0)});
+    count_through<Id>(slot, call_counts_.back().second.get());
+  }
+}
+
+std::vector<std::pair<std::string_view, std::uint64_t>> NvmlLibrary::call_counts() const {
+  std::vector<std::pair<std::string_view, std::uint64_t>> out;
+  out.reserve(call_counts_.size());
+  for (const auto& [name, count] : call_counts_) out.emplace_back(name, count->load(std::memory_order_relaxed));
+  return out;
 }
 
 void NvmlLibrary::resolve_all() {
   // Same signature, newer first: the unversioned names are the oldest ABI.
-  resolve(nvmlInit_v2, {"nvmlInit_v2", "nvmlInit"});
-  resolve(nvmlShutdown, {"nvmlShutdown"});
-  resolve(nvmlErrorString, {"nvmlErrorString"});
-  resolve(nvmlSystemGetDriverVersion, {"nvmlSystemGetDriverVersion"});
-  resolve(nvmlSystemGetNVMLVersion, {"nvmlSystemGetNVMLVersion"});
-  resolve(nvmlSystemGetCudaDriverVersion_v2, {"nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion"});
-  resolve(nvmlDeviceGetCount_v2, {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"});
-  resolve(nvmlDeviceGetHandleByIndex_v2, {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"});
-  resolve(nvmlDeviceGetHandleByPciBusId_v2, {"nvmlDeviceGetHandleByPciBusId_v2"});
-  resolve(nvmlDeviceGetName, {"nvmlDeviceGetName"});
-  resolve(nvmlDeviceGetUUID, {"nvmlDeviceGetUUID"});
-  resolve(nvmlDeviceGetSerial, {"nvmlDeviceGetSerial"});
-  resolve(nvmlDeviceGetBoardPartNumber, {"nvmlDeviceGetBoardPartNumber"});
-  resolve(nvmlDeviceGetVbiosVersion, {"nvmlDeviceGetVbiosVersion"});
-  resolve(nvmlDeviceGetIndex, {"nvmlDeviceGetIndex"});
-  resolve(nvmlDeviceGetMinorNumber, {"nvmlDeviceGetMinorNumber"});
-  resolve(nvmlDeviceGetPciInfo_v3, {"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2"});
-  resolve(nvmlDeviceGetMemoryInfo_v2, {"nvmlDeviceGetMemoryInfo_v2"});
-  resolve(nvmlDeviceGetMemoryInfo, {"nvmlDeviceGetMemoryInfo"});
-  resolve(nvmlDeviceGetBAR1MemoryInfo, {"nvmlDeviceGetBAR1MemoryInfo"});
-  resolve(nvmlDeviceGetUtilizationRates, {"nvmlDeviceGetUtilizationRates"});
-  resolve(nvmlDeviceGetTemperature, {"nvmlDeviceGetTemperature"});
-  resolve(nvmlDeviceGetTemperatureThreshold, {"nvmlDeviceGetTemperatureThreshold"});
-  resolve(nvmlDeviceGetPowerUsage, {"nvmlDeviceGetPowerUsage"});
-  resolve(nvmlDeviceGetEnforcedPowerLimit, {"nvmlDeviceGetEnforcedPowerLimit"});
-  resolve(nvmlDeviceGetPowerManagementLimit, {"nvmlDeviceGetPowerManagementLimit"});
-  resolve(nvmlDeviceGetPowerManagementDefaultLimit, {"nvmlDeviceGetPowerManagementDefaultLimit"});
-  resolve(nvmlDeviceGetTotalEnergyConsumption, {"nvmlDeviceGetTotalEnergyConsumption"});
-  resolve(nvmlDeviceGetClockInfo, {"nvmlDeviceGetClockInfo"});
-  resolve(nvmlDeviceGetMaxClockInfo, {"nvmlDeviceGetMaxClockInfo"});
-  resolve(nvmlDeviceGetPerformanceState, {"nvmlDeviceGetPerformanceState"});
-  resolve(nvmlDeviceGetFanSpeed, {"nvmlDeviceGetFanSpeed"});
-  resolve(nvmlDeviceGetCurrentClocksEventReasons,
+  resolve<__COUNTER__>(nvmlInit_v2, {"nvmlInit_v2", "nvmlInit"});
+  resolve<__COUNTER__>(nvmlShutdown, {"nvmlShutdown"});
+  resolve<__COUNTER__>(nvmlErrorString, {"nvmlErrorString"});
+  resolve<__COUNTER__>(nvmlSystemGetDriverVersion, {"nvmlSystemGetDriverVersion"});
+  resolve<__COUNTER__>(nvmlSystemGetNVMLVersion, {"nvmlSystemGetNVMLVersion"});
+  resolve<__COUNTER__>(nvmlSystemGetCudaDriverVersion_v2, {"nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion"});
+  resolve<__COUNTER__>(nvmlDeviceGetCount_v2, {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"});
+  resolve<__COUNTER__>(nvmlDeviceGetHandleByIndex_v2, {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"});
+  resolve<__COUNTER__>(nvmlDeviceGetHandleByPciBusId_v2, {"nvmlDeviceGetHandleByPciBusId_v2"});
+  resolve<__COUNTER__>(nvmlDeviceGetName, {"nvmlDeviceGetName"});
+  resolve<__COUNTER__>(nvmlDeviceGetUUID, {"nvmlDeviceGetUUID"});
+  resolve<__COUNTER__>(nvmlDeviceGetSerial, {"nvmlDeviceGetSerial"});
+  resolve<__COUNTER__>(nvmlDeviceGetBoardPartNumber, {"nvmlDeviceGetBoardPartNumber"});
+  resolve<__COUNTER__>(nvmlDeviceGetVbiosVersion, {"nvmlDeviceGetVbiosVersion"});
+  resolve<__COUNTER__>(nvmlDeviceGetIndex, {"nvmlDeviceGetIndex"});
+  resolve<__COUNTER__>(nvmlDeviceGetMinorNumber, {"nvmlDeviceGetMinorNumber"});
+  resolve<__COUNTER__>(nvmlDeviceGetPciInfo_v3, {"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2"});
+  resolve<__COUNTER__>(nvmlDeviceGetMemoryInfo_v2, {"nvmlDeviceGetMemoryInfo_v2"});
+  resolve<__COUNTER__>(nvmlDeviceGetMemoryInfo, {"nvmlDeviceGetMemoryInfo"});
+  resolve<__COUNTER__>(nvmlDeviceGetBAR1MemoryInfo, {"nvmlDeviceGetBAR1MemoryInfo"});
+  resolve<__COUNTER__>(nvmlDeviceGetUtilizationRates, {"nvmlDeviceGetUtilizationRates"});
+  resolve<__COUNTER__>(nvmlDeviceGetTemperature, {"nvmlDeviceGetTemperature"});
+  resolve<__COUNTER__>(nvmlDeviceGetTemperatureThreshold, {"nvmlDeviceGetTemperatureThreshold"});
+  resolve<__COUNTER__>(nvmlDeviceGetPowerUsage, {"nvmlDeviceGetPowerUsage"});
+  resolve<__COUNTER__>(nvmlDeviceGetEnforcedPowerLimit, {"nvmlDeviceGetEnforcedPowerLimit"});
+  resolve<__COUNTER__>(nvmlDeviceGetPowerManagementLimit, {"nvmlDeviceGetPowerManagementLimit"});
+  resolve<__COUNTER__>(nvmlDeviceGetPowerManagementDefaultLimit, {"nvmlDeviceGetPowerManagementDefaultLimit"});
+  resolve<__COUNTER__>(nvmlDeviceGetTotalEnergyConsumption, {"nvmlDeviceGetTotalEnergyConsumption"});
+  resolve<__COUNTER__>(nvmlDeviceGetClockInfo, {"nvmlDeviceGetClockInfo"});
+  resolve<__COUNTER__>(nvmlDeviceGetMaxClockInfo, {"nvmlDeviceGetMaxClockInfo"});
+  resolve<__COUNTER__>(nvmlDeviceGetPerformanceState, {"nvmlDeviceGetPerformanceState"});
+  resolve<__COUNTER__>(nvmlDeviceGetFanSpeed, {"nvmlDeviceGetFanSpeed"});
+  resolve<__COUNTER__>(nvmlDeviceGetCurrentClocksEventReasons,
           {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"});
-  resolve(nvmlDeviceGetViolationStatus, {"nvmlDeviceGetViolationStatus"});
-  resolve(nvmlDeviceGetTotalEccErrors, {"nvmlDeviceGetTotalEccErrors"});
-  resolve(nvmlDeviceGetEccMode, {"nvmlDeviceGetEccMode"});
-  resolve(nvmlDeviceGetRemappedRows, {"nvmlDeviceGetRemappedRows"});
-  resolve(nvmlDeviceGetRetiredPages, {"nvmlDeviceGetRetiredPages"});
-  resolve(nvmlDeviceGetRetiredPagesPendingStatus, {"nvmlDeviceGetRetiredPagesPendingStatus"});
-  resolve(nvmlDeviceGetPcieThroughput, {"nvmlDeviceGetPcieThroughput"});
-  resolve(nvmlDeviceGetPcieReplayCounter, {"nvmlDeviceGetPcieReplayCounter"});
-  resolve(nvmlDeviceGetCurrPcieLinkGeneration, {"nvmlDeviceGetCurrPcieLinkGeneration"});
-  resolve(nvmlDeviceGetMaxPcieLinkGeneration, {"nvmlDeviceGetMaxPcieLinkGeneration"});
-  resolve(nvmlDeviceGetCurrPcieLinkWidth, {"nvmlDeviceGetCurrPcieLinkWidth"});
-  resolve(nvmlDeviceGetMaxPcieLinkWidth, {"nvmlDeviceGetMaxPcieLinkWidth"});
+  resolve<__COUNTER__>(nvmlDeviceGetViolationStatus, {"nvmlDeviceGetViolationStatus"});
+  resolve<__COUNTER__>(nvmlDeviceGetTotalEccErrors, {"nvmlDeviceGetTotalEccErrors"});
+  resolve<__COUNTER__>(nvmlDeviceGetEccMode, {"nvmlDeviceGetEccMode"});
+  resolve<__COUNTER__>(nvmlDeviceGetRemappedRows, {"nvmlDeviceGetRemappedRows"});
+  resolve<__COUNTER__>(nvmlDeviceGetRetiredPages, {"nvmlDeviceGetRetiredPages"});
+  resolve<__COUNTER__>(nvmlDeviceGetRetiredPagesPendingStatus, {"nvmlDeviceGetRetiredPagesPendingStatus"});
+  resolve<__COUNTER__>(nvmlDeviceGetPcieThroughput, {"nvmlDeviceGetPcieThroughput"});
+  resolve<__COUNTER__>(nvmlDeviceGetPcieReplayCounter, {"nvmlDeviceGetPcieReplayCounter"});
+  resolve<__COUNTER__>(nvmlDeviceGetCurrPcieLinkGeneration, {"nvmlDeviceGetCurrPcieLinkGeneration"});
+  resolve<__COUNTER__>(nvmlDeviceGetMaxPcieLinkGeneration, {"nvmlDeviceGetMaxPcieLinkGeneration"});
+  resolve<__COUNTER__>(nvmlDeviceGetCurrPcieLinkWidth, {"nvmlDeviceGetCurrPcieLinkWidth"});
+  resolve<__COUNTER__>(nvmlDeviceGetMaxPcieLinkWidth, {"nvmlDeviceGetMaxPcieLinkWidth"});
   // _v3 and _v2 fill the 24-byte nvmlProcessInfo_t, the unversioned v1 a 16-byte struct: each has
   // its own slot, since each fallback may answer FUNCTION_NOT_FOUND on its own.
-  resolve(nvmlDeviceGetComputeRunningProcesses_v3, {"nvmlDeviceGetComputeRunningProcesses_v3"});
-  resolve(nvmlDeviceGetComputeRunningProcesses_v2, {"nvmlDeviceGetComputeRunningProcesses_v2"});
-  resolve(nvmlDeviceGetComputeRunningProcesses, {"nvmlDeviceGetComputeRunningProcesses"});
-  resolve(nvmlDeviceGetGraphicsRunningProcesses_v3, {"nvmlDeviceGetGraphicsRunningProcesses_v3"});
-  resolve(nvmlDeviceGetGraphicsRunningProcesses_v2, {"nvmlDeviceGetGraphicsRunningProcesses_v2"});
-  resolve(nvmlDeviceGetGraphicsRunningProcesses, {"nvmlDeviceGetGraphicsRunningProcesses"});
-  resolve(nvmlDeviceGetProcessUtilization, {"nvmlDeviceGetProcessUtilization"});
-  resolve(nvmlDeviceGetEncoderUtilization, {"nvmlDeviceGetEncoderUtilization"});
-  resolve(nvmlDeviceGetDecoderUtilization, {"nvmlDeviceGetDecoderUtilization"});
-  resolve(nvmlDeviceGetFieldValues, {"nvmlDeviceGetFieldValues"});
-  resolve(nvmlDeviceGetMigMode, {"nvmlDeviceGetMigMode"});
-  resolve(nvmlDeviceGetPersistenceMode, {"nvmlDeviceGetPersistenceMode"});
-  resolve(nvmlDeviceGetArchitecture, {"nvmlDeviceGetArchitecture"});
-  resolve(nvmlDeviceGetCudaComputeCapability, {"nvmlDeviceGetCudaComputeCapability"});
-  resolve(nvmlDeviceGetNumGpuCores, {"nvmlDeviceGetNumGpuCores"});
-  resolve(nvmlEventSetCreate, {"nvmlEventSetCreate"});
-  resolve(nvmlDeviceRegisterEvents, {"nvmlDeviceRegisterEvents"});
-  resolve(nvmlDeviceGetSupportedEventTypes, {"nvmlDeviceGetSupportedEventTypes"});
-  resolve(nvmlEventSetWait_v2, {"nvmlEventSetWait_v2", "nvmlEventSetWait"});
-  resolve(nvmlEventSetFree, {"nvmlEventSetFree"});
-  resolve(nvmlGpmQueryDeviceSupport, {"nvmlGpmQueryDeviceSupport"});
-  resolve(nvmlGpmSampleAlloc, {"nvmlGpmSampleAlloc"});
-  resolve(nvmlGpmSampleFree, {"nvmlGpmSampleFree"});
-  resolve(nvmlGpmSampleGet, {"nvmlGpmSampleGet"});
-  resolve(nvmlGpmMetricsGet, {"nvmlGpmMetricsGet"});
-  resolve(SimSetTime, {"gpuscopeSimSetTime"});
-  resolve(SimGetTime, {"gpuscopeSimGetTime"});
-  resolve(SimGetProcessName, {"gpuscopeSimGetProcessName"});
-  resolve(SimGetProcessUser, {"gpuscopeSimGetProcessUser"});
-  resolve(SimGetHostname, {"gpuscopeSimGetHostname"});
-  resolve(SimGetInitFailure, {"gpuscopeSimGetInitFailure"});
+  resolve<__COUNTER__>(nvmlDeviceGetComputeRunningProcesses_v3, {"nvmlDeviceGetComputeRunningProcesses_v3"});
+  resolve<__COUNTER__>(nvmlDeviceGetComputeRunningProcesses_v2, {"nvmlDeviceGetComputeRunningProcesses_v2"});
+  resolve<__COUNTER__>(nvmlDeviceGetComputeRunningProcesses, {"nvmlDeviceGetComputeRunningProcesses"});
+  resolve<__COUNTER__>(nvmlDeviceGetGraphicsRunningProcesses_v3, {"nvmlDeviceGetGraphicsRunningProcesses_v3"});
+  resolve<__COUNTER__>(nvmlDeviceGetGraphicsRunningProcesses_v2, {"nvmlDeviceGetGraphicsRunningProcesses_v2"});
+  resolve<__COUNTER__>(nvmlDeviceGetGraphicsRunningProcesses, {"nvmlDeviceGetGraphicsRunningProcesses"});
+  resolve<__COUNTER__>(nvmlDeviceGetProcessUtilization, {"nvmlDeviceGetProcessUtilization"});
+  resolve<__COUNTER__>(nvmlDeviceGetEncoderUtilization, {"nvmlDeviceGetEncoderUtilization"});
+  resolve<__COUNTER__>(nvmlDeviceGetDecoderUtilization, {"nvmlDeviceGetDecoderUtilization"});
+  resolve<__COUNTER__>(nvmlDeviceGetFieldValues, {"nvmlDeviceGetFieldValues"});
+  resolve<__COUNTER__>(nvmlDeviceGetMigMode, {"nvmlDeviceGetMigMode"});
+  resolve<__COUNTER__>(nvmlDeviceGetPersistenceMode, {"nvmlDeviceGetPersistenceMode"});
+  resolve<__COUNTER__>(nvmlDeviceGetArchitecture, {"nvmlDeviceGetArchitecture"});
+  resolve<__COUNTER__>(nvmlDeviceGetCudaComputeCapability, {"nvmlDeviceGetCudaComputeCapability"});
+  resolve<__COUNTER__>(nvmlDeviceGetNumGpuCores, {"nvmlDeviceGetNumGpuCores"});
+  resolve<__COUNTER__>(nvmlEventSetCreate, {"nvmlEventSetCreate"});
+  resolve<__COUNTER__>(nvmlDeviceRegisterEvents, {"nvmlDeviceRegisterEvents"});
+  resolve<__COUNTER__>(nvmlDeviceGetSupportedEventTypes, {"nvmlDeviceGetSupportedEventTypes"});
+  resolve<__COUNTER__>(nvmlEventSetWait_v2, {"nvmlEventSetWait_v2", "nvmlEventSetWait"});
+  resolve<__COUNTER__>(nvmlEventSetFree, {"nvmlEventSetFree"});
+  resolve<__COUNTER__>(nvmlGpmQueryDeviceSupport, {"nvmlGpmQueryDeviceSupport"});
+  resolve<__COUNTER__>(nvmlGpmSampleAlloc, {"nvmlGpmSampleAlloc"});
+  resolve<__COUNTER__>(nvmlGpmSampleFree, {"nvmlGpmSampleFree"});
+  resolve<__COUNTER__>(nvmlGpmSampleGet, {"nvmlGpmSampleGet"});
+  resolve<__COUNTER__>(nvmlGpmMetricsGet, {"nvmlGpmMetricsGet"});
+  resolve<__COUNTER__>(SimSetTime, {"gpuscopeSimSetTime"});
+  resolve<__COUNTER__>(SimGetTime, {"gpuscopeSimGetTime"});
+  resolve<__COUNTER__>(SimGetProcessName, {"gpuscopeSimGetProcessName"});
+  resolve<__COUNTER__>(SimGetProcessUser, {"gpuscopeSimGetProcessUser"});
+  resolve<__COUNTER__>(SimGetHostname, {"gpuscopeSimGetHostname"});
+  resolve<__COUNTER__>(SimUpdateSysfs, {"gpuscopeSimUpdateSysfs"});
+  resolve<__COUNTER__>(SimGetInitFailure, {"gpuscopeSimGetInitFailure"});
 }
 
 }  // namespace gpuscope::nvml

@@ -2,6 +2,8 @@
 // versioned name first and older fallbacks; a missing symbol leaves its slot null (that field unsupported).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <expected>
 #include <memory>
 #include <string>
@@ -20,8 +22,10 @@ class NvmlLibrary {
   // Fails with kLibraryNotFound naming every candidate tried, or kSymbolMissing for a library that
   // is not NVML. `named_by`: what chose the one candidate ("--nvml-lib", "GPUSCOPE_NVML_LIB", ...),
   // for an error that points there and not at the driver's installation; empty for the default search.
+  // `count_calls`: every NVML call goes through a counter (call_counts()); one such library per process.
   static std::expected<std::unique_ptr<NvmlLibrary>, BackendError> open(const std::vector<std::string>& candidates,
-                                                                        std::string_view named_by = {});
+                                                                        std::string_view named_by = {},
+                                                                        bool count_calls = false);
   ~NvmlLibrary();
   NvmlLibrary(const NvmlLibrary&) = delete;
   NvmlLibrary& operator=(const NvmlLibrary&) = delete;
@@ -31,6 +35,10 @@ class NvmlLibrary {
   // For each slot, the symbol name that filled it ("" when missing): shown by `gpuscope info`, tested.
   const std::vector<std::pair<std::string, std::string>>& resolved() const { return resolved_; }
   bool is_simulator() const { return SimGetTime != nullptr; }
+  // Calls made to each resolved NVML function (its newest symbol name) since open; empty unless the
+  // library was opened counting (the second counting library of a process does not count).
+  std::vector<std::pair<std::string_view, std::uint64_t>> call_counts() const;
+  bool counts_calls() const { return counting_; }
   // nvmlErrorString, or a fallback when the library lacks it.
   std::string error_string(nvmlReturn_t code) const;
 
@@ -113,17 +121,20 @@ class NvmlLibrary {
   decltype(&::gpuscopeSimGetProcessName) SimGetProcessName = nullptr;
   decltype(&::gpuscopeSimGetProcessUser) SimGetProcessUser = nullptr;
   decltype(&::gpuscopeSimGetHostname) SimGetHostname = nullptr;
+  decltype(&::gpuscopeSimUpdateSysfs) SimUpdateSysfs = nullptr;
   decltype(&::gpuscopeSimGetInitFailure) SimGetInitFailure = nullptr;
 
  private:
   NvmlLibrary() = default;
-  template <class Fn>
+  template <int Id, class Fn>
   void resolve(Fn& slot, std::initializer_list<const char*> names);
   void resolve_all();
 
   void* handle_ = nullptr;
   std::string path_;
   std::vector<std::pair<std::string, std::string>> resolved_;
+  bool counting_ = false;
+  std::vector<std::pair<std::string_view, std::unique_ptr<std::atomic<std::uint64_t>>>> call_counts_;
 };
 
 }  // namespace gpuscope::nvml

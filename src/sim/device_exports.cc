@@ -528,6 +528,17 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, i
         case NVML_FI_DEV_POWER_INSTANT:
           set_uint(milli(r.power_w));
           break;
+        case NVML_FI_DEV_PERF_POLICY_POWER:
+        case NVML_FI_DEV_PERF_POLICY_THERMAL:
+        case NVML_FI_DEV_PERF_POLICY_SYNC_BOOST:
+        case NVML_FI_DEV_PERF_POLICY_BOARD_LIMIT:
+        case NVML_FI_DEV_PERF_POLICY_LOW_UTILIZATION:
+        case NVML_FI_DEV_PERF_POLICY_RELIABILITY:
+          // The violation counters of nvmlDeviceGetViolationStatus, in the same nanoseconds (as the real
+          // driver answers: nvml_answers.json).
+          set_ull(static_cast<unsigned long long>(
+              std::llround(r.violation_s[f.fieldId - NVML_FI_DEV_PERF_POLICY_POWER] * 1e9)));
+          break;
         default:
           f.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
           break;

@@ -72,7 +72,7 @@ double value_of(const std::string& sample_line) { return std::strtod(sample_line
 std::string stable_part(const std::string& text) {
   static const std::vector<std::string> volatile_names{
       "gpuscope_sample_age_seconds", "gpuscope_sample_duration_seconds", "gpuscope_samples_total",
-      "gpuscope_sample_overruns_total", "gpuscope_collector_duration_seconds",
+      "gpuscope_sample_overruns_total", "gpuscope_collector_duration_seconds", "gpuscope_collector_cpu_seconds_total",
       "gpuscope_config_last_reload_success_timestamp_seconds", "gpuscope_tsdb_", "process_",
       "gpuscope_diagnosis_evaluations_total", "gpuscope_diagnosis_last_"};
   std::string out;

@@ -123,7 +123,7 @@ AgentStatus sample_status() {
   s.interval_seconds = 1;
   s.samples_total = 3600;
   s.overruns_total = 2;
-  s.collectors = {{"device", 0.01, true}, {"gpm", 0.002, false}, {"processes", 0.0005, true}};
+  s.collectors = {{"device", 0.01, true, 12.5}, {"gpm", 0.002, false, 4.25}, {"processes", 0.0005, true, 0.75}};
   s.config_reload_success = true;
   s.config_reload_timestamp_seconds = 1767226200;
   s.version = "0.3.0 \"dev\"";
@@ -152,6 +152,12 @@ constexpr std::string_view kSampleStatusText =
     "gpuscope_collector_duration_seconds{collector=\"device\"} 0.01\n"
     "gpuscope_collector_duration_seconds{collector=\"gpm\"} 0.002\n"
     "gpuscope_collector_duration_seconds{collector=\"processes\"} 0.0005\n"
+    "# HELP gpuscope_collector_cpu_seconds_total CPU time the reading thread spent in each collector since the "
+    "agent started, over all GPUs: on a real driver mostly the driver's own work inside NVML.\n"
+    "# TYPE gpuscope_collector_cpu_seconds_total counter\n"
+    "gpuscope_collector_cpu_seconds_total{collector=\"device\"} 12.5\n"
+    "gpuscope_collector_cpu_seconds_total{collector=\"gpm\"} 4.25\n"
+    "gpuscope_collector_cpu_seconds_total{collector=\"processes\"} 0.75\n"
     "# HELP gpuscope_collector_success Whether each collector read every GPU without an NVML error at the latest "
     "reading (1) or not (0).\n"
     "# TYPE gpuscope_collector_success gauge\n"
@@ -169,6 +175,19 @@ constexpr std::string_view kSampleStatusText =
     "# HELP gpuscope_build_info gpuscope's version; always 1.\n"
     "# TYPE gpuscope_build_info gauge\n"
     "gpuscope_build_info{version=\"0.3.0 \\\"dev\\\"\"} 1\n";
+
+TEST(WriteAgentMetrics, NvmlCallCountsAreACounterPerFunctionOnlyWhenCounted) {
+  AgentStatus s = sample_status();
+  EXPECT_EQ(testing::render_agent_metrics(s, ExpositionFormat::kPrometheusText).find("gpuscope_nvml_calls_total"),
+            std::string::npos);
+  s.nvml_calls = {{"nvmlDeviceGetPowerUsage", 120}, {"nvmlGpmMetricsGet", 60}};
+  const std::string text = testing::render_agent_metrics(s, ExpositionFormat::kPrometheusText);
+  EXPECT_NE(text.find("# TYPE gpuscope_nvml_calls_total counter\n"
+                      "gpuscope_nvml_calls_total{function=\"nvmlDeviceGetPowerUsage\"} 120\n"
+                      "gpuscope_nvml_calls_total{function=\"nvmlGpmMetricsGet\"} 60\n"),
+            std::string::npos)
+      << text;
+}
 
 TEST(WriteAgentMetrics, FullTextExposition) {
   EXPECT_EQ(testing::render_agent_metrics(sample_status(), ExpositionFormat::kPrometheusText), kSampleStatusText);

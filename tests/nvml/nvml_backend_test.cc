@@ -252,35 +252,42 @@ TEST(NvmlBackend, CountersAreReadAtTheCounterIntervalAndCarriedOverInBetween) {
     o.counter_interval = counter_interval;
     return testing::open_sim_with(o, scenario.path());
   };
-  // Calls of the counter functions a reading makes (violation policies, energy).
+  // Calls of the counter functions a reading makes: the field-value batches (the violation policies' and
+  // the per-reading one of memory temperature and NVLink), energy, and the power limit.
   auto counted_sample = [](NvmlBackend& b) {
-    const auto violations = testing::sim_calls("nvmlDeviceGetViolationStatus");
+    const auto batches = testing::sim_calls("nvmlDeviceGetFieldValues");
     const auto energy = testing::sim_calls("nvmlDeviceGetTotalEnergyConsumption");
+    const auto limit = testing::sim_calls("nvmlDeviceGetPowerManagementLimit");
     auto snap = b.sample();
-    return std::tuple{std::move(snap), testing::sim_calls("nvmlDeviceGetViolationStatus") - violations,
-                      testing::sim_calls("nvmlDeviceGetTotalEnergyConsumption") - energy};
+    return std::tuple{std::move(snap), testing::sim_calls("nvmlDeviceGetFieldValues") - batches,
+                      testing::sim_calls("nvmlDeviceGetTotalEnergyConsumption") - energy,
+                      testing::sim_calls("nvmlDeviceGetPowerManagementLimit") - limit};
   };
   auto slow = open_with(std::chrono::hours(1));
   ASSERT_TRUE(slow);
-  auto [first, first_violations, first_energy] = counted_sample(*slow);
-  EXPECT_EQ(first_violations, 6u) << "6 violation policies";
+  auto [first, first_batches, first_energy, first_limit] = counted_sample(*slow);
+  EXPECT_EQ(first_batches, 2u) << "the violation policies' batch and the per-reading one";
   EXPECT_EQ(first_energy, 1u);
+  EXPECT_EQ(first_limit, 1u);
   ASSERT_TRUE(first.gpus[0][FieldId::kPowerViolation].valid());
   slow->set_sim_time(slow->now() + std::chrono::seconds(30));  // the counter grows meanwhile
-  auto [second, second_violations, second_energy] = counted_sample(*slow);
-  EXPECT_EQ(second_violations, 0u) << "counters are not read again within the interval";
+  auto [second, second_batches, second_energy, second_limit] = counted_sample(*slow);
+  EXPECT_EQ(second_batches, 1u) << "counters are not read again within the interval";
   EXPECT_EQ(second_energy, 0u);
+  EXPECT_EQ(second_limit, 0u) << "nor the power limits";
   EXPECT_EQ(second.gpus[0][FieldId::kPowerViolation].value, first.gpus[0][FieldId::kPowerViolation].value);
   EXPECT_TRUE(second.gpus[0][FieldId::kTotalEnergy].valid()) << "carried over, not dropped";
+  EXPECT_EQ(second.gpus[0][FieldId::kPowerLimit].value, 300) << "carried over";
   EXPECT_NE(second.gpus[0][FieldId::kGpuTemp].status, ValueStatus::kUnsupported) << "other fields are read";
 
   auto every = open_with(std::chrono::nanoseconds(0));
   ASSERT_TRUE(every);
   every->sample();
   every->set_sim_time(every->now() + std::chrono::seconds(30));
-  auto [again, again_violations, again_energy] = counted_sample(*every);
-  EXPECT_EQ(again_violations, 6u);
+  auto [again, again_batches, again_energy, again_limit] = counted_sample(*every);
+  EXPECT_EQ(again_batches, 2u);
   EXPECT_EQ(again_energy, 1u);
+  EXPECT_EQ(again_limit, 1u);
   EXPECT_GT(again.gpus[0][FieldId::kPowerViolation].value, first.gpus[0][FieldId::kPowerViolation].value)
       << "a power-capped GPU accumulates violation time";
 }
