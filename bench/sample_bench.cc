@@ -1,5 +1,6 @@
 // One full sample of 8 simulated H100s (all fields + processes) through NvmlBackend, against the
 // floor: the same NVML calls made by a bare loop that keeps nothing.
+#include <chrono>
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -36,6 +37,27 @@ void BM_BackendSample(benchmark::State& state) {
   state.counters["gpus"] = static_cast<double>((*backend)->gpus().size());
 }
 BENCHMARK(BM_BackendSample)->Unit(benchmark::kMicrosecond);
+
+// A reading as `serve` makes it: no PCIe throughput (blocks ~20 ms a call on a real driver), the
+// counters and rarely changing gauges every 10 s (of real time: here mostly carried over). With
+// GPUSCOPE_SIM_COST_PROFILE=h100-580 its CPU time is what the agent's readings cost a real host.
+void BM_BackendSampleAgentSchedule(benchmark::State& state) {
+  auto o = sim_options();
+  o.read_pcie_throughput = false;
+  o.counter_interval = std::chrono::seconds(10);
+  auto backend = NvmlBackend::open(o);
+  if (!backend) {
+    state.SkipWithError(backend.error().message.c_str());
+    return;
+  }
+  (*backend)->sample();
+  for (auto _ : state) {
+    auto snap = (*backend)->sample();
+    benchmark::DoNotOptimize(snap);
+  }
+  state.counters["gpus"] = static_cast<double>((*backend)->gpus().size());
+}
+BENCHMARK(BM_BackendSampleAgentSchedule)->Unit(benchmark::kMicrosecond);
 
 // The floor: the NVML calls one sample makes, results discarded.
 void BM_BareNvmlLoop(benchmark::State& state) {
