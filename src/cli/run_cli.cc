@@ -56,7 +56,7 @@ constexpr std::string_view kUsage =
     "  cost      what the GPUs cost and wasted (per GPU, process, job or label), a monthly projection\n"
     "            with a budget check, the top wasters, and the cheaper GPU that would carry the same work\n"
     "  import    load recorded history (Prometheus query_range JSON, nvidia-smi CSV logs) into a data dir\n"
-    "  trace     analyse PyTorch profiler traces (a file or a directory of ranks): idle, kernels, verdict\n"
+    "  trace     analyse PyTorch profiler or nsys traces: idle, steps, ops, critical path; trace diff A B\n"
     "  rules     check Prometheus rule files and run their unit tests (promtool check rules / test rules)\n"
     "  backtest  a scenario through the agent and its rules on a virtual clock: the alert timeline\n"
     "  grafana-dashboard  Grafana dashboard JSON by failure mode (gpuscope and dcgm-exporter series)\n"

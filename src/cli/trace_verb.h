@@ -17,6 +17,9 @@ struct TraceOptions {
   std::string path;
   bool json = false;
   bool detail = false;  // several ranks: every rank's full report
+  std::string augment;  // --augment OUT: the trace again, with counter tracks (issue 22)
+  std::string by;             // --by op|annotation: that table alone (issue 22)
+  bool critical_path = false;  // --critical-path: each step's critical path alone (issue 22)
   trace::TraceAnalysisOptions analysis;
 };
 

@@ -33,6 +33,7 @@ EventCategory category_of(std::string_view cat) {
     case 'g':
       if (cat == "gpu_memcpy") return EventCategory::kGpuMemcpy;
       if (cat == "gpu_memset") return EventCategory::kGpuMemset;
+      if (cat == "gpu_user_annotation") return EventCategory::kGpuUserAnnotation;
       break;
     case 'c':
       if (cat == "cpu_op") return EventCategory::kCpuOp;

@@ -25,8 +25,13 @@ struct DecodeOptions {
 EventCategory category_of(std::string_view cat);
 
 inline bool wants_name(EventCategory c) {
-  return c == EventCategory::kKernel || c == EventCategory::kGpuMemcpy || c == EventCategory::kGpuMemset ||
-         c == EventCategory::kUserAnnotation || c == EventCategory::kPythonFunction;
+  return c != EventCategory::kOther;
+}
+
+// "tid": the CPU thread of an op, annotation or runtime call (the op attribution nests them by thread).
+inline bool wants_tid(EventCategory c) {
+  return c == EventCategory::kCpuOp || c == EventCategory::kUserAnnotation || c == EventCategory::kCudaRuntime ||
+         c == EventCategory::kGpuUserAnnotation;
 }
 
 inline bool wants_args(EventCategory c) {

@@ -16,6 +16,8 @@
 
 #include <fmt/format.h>
 
+#include "trace/rank_timeline.h"
+
 namespace gpuscope::trace {
 namespace {
 
@@ -30,7 +32,7 @@ constexpr std::int64_t kNvtxPushPopRange = 59;
 constexpr std::int64_t kNvtxStartEndRange = 60;
 
 // Lenient mode keeps the first few problems, as the JSON parser does.
-constexpr std::size_t kMaxProblems = 5;
+constexpr std::size_t kMaxNsysProblems = 5;
 
 // CUpti_ActivityMemcpyKind (CUPTI's activity API) in CUPTI_ACTIVITY_KIND_MEMCPY.copyKind, named the way
 // Kineto names copies, so direction_of_memcpy() reads both alike ("A" is a CUDA array).
@@ -205,7 +207,7 @@ class NsysReader {
   }
 
   void note(std::string problem) {
-    if (summary_.problems.size() < kMaxProblems) summary_.problems.push_back(std::move(problem));
+    if (summary_.problems.size() < kMaxNsysProblems) summary_.problems.push_back(std::move(problem));
   }
 
   std::expected<Statement, TraceError> prepare(const std::string& sql) {
@@ -305,7 +307,8 @@ class NsysReader {
   std::expected<void, ColumnError> emit(TraceEvent& event, std::int64_t start, std::int64_t end) {
     if (end < start) return std::unexpected(ColumnError{fmt::format("end {} before start {}", end, start)});
     if (event.category == EventCategory::kCudaRuntime) {
-      if (!launches_something(event.correlation)) return {};
+      // The syncs launch nothing but are kept: the critical path waits on them.
+      if (!launches_something(event.correlation) && !is_synchronizing_call(event.name)) return {};
     } else if (event.category != EventCategory::kUserAnnotation) {
       note_launched(event.correlation);
     }
@@ -430,25 +433,36 @@ class NsysReader {
                      });
   }
 
-  // Only the launch side is used (start, duration, correlation id): the name is not read.
+  // The launch side (start, duration, correlation id), the API's name (nameId) and its thread
+  // (globalTid), where the export has them.
   std::expected<void, TraceError> read_runtime() {
     constexpr std::string_view kTable = "CUPTI_ACTIVITY_KIND_RUNTIME";
     auto columns = require_columns(kTable, {"start", "end", "correlationId"});
     if (!columns) return std::unexpected(columns.error());
-    return read_rows(kTable, fmt::format("SELECT start, end, correlationId FROM {}", kTable),
+    const bool named = columns->contains("nameId");
+    return read_rows(kTable,
+                     fmt::format("SELECT start, end, correlationId, {}, {} FROM {}",
+                                 columns->contains("globalTid") ? "globalTid" : "NULL", named ? "nameId" : "NULL", kTable),
                      [&](sqlite3_stmt* row) -> std::expected<void, ColumnError> {
                        auto start = integer_column(row, 0, "start");
                        auto end = integer_column(row, 1, "end");
                        auto correlation = integer_column(row, 2, "correlationId", -1);
-                       for (const auto* v : {&start, &end, &correlation}) {
+                       auto global_tid = integer_column(row, 3, "globalTid", -1);
+                       auto name_id = integer_column(row, 4, "nameId", -1);
+                       for (const auto* v : {&start, &end, &correlation, &global_tid, &name_id}) {
                          if (!*v) return std::unexpected(v->error());
                        }
                        TraceEvent event;
                        event.category = EventCategory::kCudaRuntime;
                        event.correlation = *correlation;
+                       event.tid = thread_of(*global_tid);
+                       if (named && *name_id >= 0) event.name = string_of(*name_id);
                        return emit(event, *start, *end);
                      });
   }
+
+  // nsys's globalTid packs the process and thread ids; the thread id is its low 24 bits.
+  static std::int64_t thread_of(std::int64_t global_tid) { return global_tid < 0 ? -1 : global_tid & 0xFFFFFF; }
 
   // Ranges only; a range still open when the profile stopped (end NULL) has no length and is left out.
   // The text is inline (`text`) or registered (`textId` -> StringIds), depending on how it was made.
@@ -464,17 +478,20 @@ class NsysReader {
                                                        : "NULL";
     const std::string join = registered ? "LEFT JOIN StringIds s ON s.id = n.textId" : "";
     return read_rows(kTable,
-                     fmt::format("SELECT n.start, n.end, {} FROM {} n {} WHERE n.eventType IN ({}, {}) AND n.end IS NOT NULL", text,
-                                 kTable, join, kNvtxPushPopRange, kNvtxStartEndRange),
+                     fmt::format("SELECT n.start, n.end, {}, {} FROM {} n {} WHERE n.eventType IN ({}, {}) AND n.end IS NOT NULL",
+                                 text, columns->contains("globalTid") ? "n.globalTid" : "NULL", kTable, join,
+                                 kNvtxPushPopRange, kNvtxStartEndRange),
                      [&](sqlite3_stmt* row) -> std::expected<void, ColumnError> {
                        auto start = integer_column(row, 0, "start");
                        auto end = integer_column(row, 1, "end");
-                       for (const auto* v : {&start, &end}) {
+                       auto global_tid = integer_column(row, 3, "globalTid", -1);
+                       for (const auto* v : {&start, &end, &global_tid}) {
                          if (!*v) return std::unexpected(v->error());
                        }
                        const auto* text_value = sqlite3_column_text(row, 2);
                        TraceEvent event;
                        event.category = EventCategory::kUserAnnotation;
+                       event.tid = thread_of(*global_tid);
                        if (text_value != nullptr) {
                          event.name = std::string_view(reinterpret_cast<const char*>(text_value),
                                                        static_cast<std::size_t>(sqlite3_column_bytes(row, 2)));

@@ -14,7 +14,7 @@ namespace gpuscope::trace {
 
 struct PlainEventDecoder::Shape {
   // What one value is to the analyses.
-  enum class Role : std::uint8_t { kNone, kName, kStart, kDuration, kDevice, kStream, kCorrelation, kBytes };
+  enum class Role : std::uint8_t { kNone, kName, kStart, kDuration, kDevice, kStream, kCorrelation, kBytes, kTid };
   struct Value {
     std::uint32_t literal_begin;  // the bytes before the value, in `literals`
     std::uint32_t literal_size;
@@ -248,6 +248,7 @@ struct PlainCursor {
     case ValueRole::kStream: target = &event.stream; break;
     case ValueRole::kCorrelation: target = &event.correlation; break;
     case ValueRole::kBytes: target = &event.bytes; break;
+    case ValueRole::kTid: target = &event.tid; break;
   }
   if (short_digits(token, *target)) return true;
   const auto value = integer_value(token);
@@ -260,6 +261,7 @@ struct PlainCursor {
 std::optional<DecodeOutcome> complete_event_outcome(bool have_ts, bool have_dur, TraceEvent& event) {
   if (!have_ts || !have_dur || event.duration_ns < 0) return std::nullopt;
   if (!wants_name(event.category)) event.name = {};
+  if (!wants_tid(event.category)) event.tid = -1;
   return DecodeOutcome::kEvent;
 }
 
@@ -416,6 +418,16 @@ class PlainEventReader {
         case 3:
           if (is(key, "cat")) return read_category();
           if (is(key, "dur")) return read_number_of(ValueRole::kDuration, have_dur_);
+          // A number is the thread; a string (Chrome traces allow a label) names none, as in
+          // decode_trace_event.
+          if (is(key, "tid") && (!have_cat_ || wants_tid(event_.category))) {
+            const char c = *c_.p;
+            if (c == '-' || (c >= '0' && c <= '9')) {
+              bool unused = false;
+              return read_number_of(ValueRole::kTid, unused);
+            }
+            event_.tid = -1;
+          }
           break;
         case 4:
           if (is(key, "name") && (!have_cat_ || wants_name(event_.category))) {

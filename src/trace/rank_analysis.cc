@@ -6,6 +6,7 @@
 #include <span>
 #include <unordered_map>
 
+#include "trace/device_extras.h"  // issue 22
 #include "trace/interval_math.h"
 #include "trace/mostly_ordered_sort.h"
 #include "trace/verdict.h"
@@ -63,11 +64,16 @@ class LaunchIndex {
       for (const GpuActivity& a : activities) {
         if (a.correlation >= 0) launched[static_cast<std::size_t>(a.correlation - low)] = true;
       }
-      // Kept in their order (nearly by id already): the rest of the array is left unspecified.
-      const auto end = std::remove_if(calls.begin(), calls.end(), [&](const RuntimeCall& c) {
-        return c.correlation < low || c.correlation > high || !launched[static_cast<std::size_t>(c.correlation - low)];
-      });
-      used = used.first(static_cast<std::size_t>(end - calls.begin()));
+      // Kept in their order (nearly by id already), the others swapped behind them: every call stays in
+      // the array (the op attribution and the critical path read the syncs, which launch nothing).
+      std::size_t kept = 0;
+      for (std::size_t i = 0; i < calls.size(); ++i) {
+        const RuntimeCall& c = calls[i];
+        if (c.correlation < low || c.correlation > high || !launched[static_cast<std::size_t>(c.correlation - low)]) continue;
+        if (i != kept) std::swap(calls[kept], calls[i]);
+        ++kept;
+      }
+      used = used.first(kept);
     }
     sort_mostly_ordered(used.begin(), used.end(), [](const RuntimeCall& a, const RuntimeCall& b) {
       return a.correlation != b.correlation ? a.correlation < b.correlation : a.start_ns < b.start_ns;
@@ -299,6 +305,12 @@ RankReport analyze_rank(RankTimeline& timeline, const AnalysisOptions& options) 
   const auto data_loading = merge_intervals(timeline.data_loading);
   report.data_loading_ns = total_length(data_loading);
 
+  // Issue 22: the long runtime calls, kept before the launch join reorders them, explain idle gaps.
+  const auto long_calls = long_runtime_calls(timeline.runtime_calls, kExplainingCallMinNs);
+  const auto profiler_step_list = profiler_steps(timeline);
+  const RankExtrasInput extras{timeline, long_calls, data_loading, profiler_step_list, report.span_start_ns, options};
+  std::vector<std::pair<std::span<const GpuActivity>, DeviceGaps>> device_gaps;
+
   auto launches = join_launches(timeline);
   auto& acts = timeline.activities;
   sort_mostly_ordered(acts.begin(), acts.end(), [](const GpuActivity& a, const GpuActivity& b) {
@@ -317,8 +329,18 @@ RankReport analyze_rank(RankTimeline& timeline, const AnalysisOptions& options) 
     d.launch.short_kernels = counted.short_kernels;
     d.launch.short_kernel_ns = counted.short_kernel_ns;
     d.verdict = decide_verdict(d);
+    const std::span<const GpuActivity> device_acts(acts.data() + i, j - i);
+    device_gaps.emplace_back(device_acts, analyze_device_extras(d, device_acts, extras));  // issue 22
+    d.queue_length = analyze_queue_length(device_acts, {options.max_queue_length, options.counter_series});
+    d.memory_bandwidth = analyze_memory_bandwidth(device_acts, timeline.names, options.counter_series);
     report.devices.push_back(std::move(d));
     i = j;
+  }
+  if (const DeviceReport* main = report.main_device(); main != nullptr) {  // issue 22: per-step rows
+    const auto& [main_acts, main_gaps] = device_gaps[static_cast<std::size_t>(main - report.devices.data())];
+    report.per_step = analyze_rank_steps(main->device, main_acts, main_gaps, extras, report.span_end_ns);
+  } else {
+    report.per_step = analyze_rank_steps(-1, {}, DeviceGaps{}, extras, report.span_end_ns);
   }
 
   if (!timeline.python_functions.empty()) {
@@ -333,6 +355,10 @@ RankReport analyze_rank(RankTimeline& timeline, const AnalysisOptions& options) 
                       [](const KernelReport& a, const KernelReport& b) { return a.total_ns > b.total_ns; });
     report.python_functions.resize(top);
   }
+  // Issue 22, the CPU side: ops and annotations by the GPU time they launched, and each step's critical path.
+  const CpuNesting nesting = nest_cpu_events(timeline);
+  report.ops = attribute_ops(timeline, nesting);
+  report.critical_path = critical_paths(timeline, nesting, options.top, options.critical_path_spans);
   return report;
 }
 

@@ -8,6 +8,16 @@
 #include <vector>
 
 #include "trace/trace_parser.h"
+// Per-step rows, idle-gap distributions, repeated kernel sequences (issue 22).
+#include "trace/idle_intervals.h"
+#include "trace/kernel_sequences.h"
+#include "trace/step_analysis.h"
+// Launch-queue length and memory bandwidth over time (issue 22, counters).
+#include "trace/memory_bandwidth.h"
+#include "trace/queue_length.h"
+// GPU time by op and annotation, and each step's critical path (issue 22, CPU side).
+#include "trace/critical_path.h"
+#include "trace/op_attribution.h"
 
 namespace gpuscope::trace {
 
@@ -104,6 +114,13 @@ struct DeviceReport {
   std::int64_t data_loading_idle_ns = 0;  // GPU idle inside DataLoader annotations
 
   Verdict verdict;
+
+  // Issue 22. `idle` above is device-wide (a gap counts when no stream of the device is busy); the
+  // per-stream split, HTA's, is in `streams`.
+  IdleIntervalsReport idle_intervals;
+  std::vector<KernelSequence> kernel_sequences;
+  QueueLengthReport queue_length;        // per stream: launched, not started
+  MemoryBandwidthReport memory_bandwidth;  // per direction, over time
 };
 
 struct StepStats {
@@ -131,6 +148,9 @@ struct RankReport {
   std::vector<DeviceReport> devices;
   std::vector<KernelReport> python_functions;  // only with --python-functions; share of span
   std::uint64_t runtime_calls = 0;
+  StepsReport per_step;  // the ProfilerStep rows on the main device (issue 22)
+  OpAttribution ops;             // GPU time by aten op and by annotation (issue 22)
+  CriticalPathReport critical_path;  // what bounds each step (issue 22)
 
   // The device doing the most work: its verdict is the rank's.
   const DeviceReport* main_device() const;

@@ -52,15 +52,27 @@ TransferDirection direction_of_memcpy(std::string_view name) {
 
 bool is_communication_kernel(std::string_view name) { return contains_ignoring_case(name, "nccl"); }
 
+bool is_synchronizing_call(std::string_view name) {
+  if (name.find("Synchronize") != std::string_view::npos) return true;  // cudaStreamSynchronize, cuCtxSynchronize, ...
+  const bool copy = name.starts_with("cudaMemcpy") || name.starts_with("cuMemcpy");
+  return copy && name.find("Async") == std::string_view::npos;
+}
+
 TimelineBuilder::TimelineBuilder(RankTimeline& timeline, const std::regex& data_loading_pattern)
     : timeline_(timeline), data_loading_pattern_(data_loading_pattern) {}
 
 std::uint32_t TimelineBuilder::intern(std::string_view name) {
-  if (auto it = name_ids_.find(name); it != name_ids_.end()) return it->second;
+  const std::size_t slot =
+      (name.size() * 31 + (name.empty() ? 0 : static_cast<unsigned char>(name.back()) * 7 + static_cast<unsigned char>(name[name.size() / 2]))) %
+      kRecentNames;
+  if (recent_valid_[slot] && timeline_.names[recent_names_[slot]] == name) return recent_names_[slot];
+  recent_valid_[slot] = true;
+  if (auto it = name_ids_.find(name); it != name_ids_.end()) return recent_names_[slot] = it->second;
   const auto id = static_cast<std::uint32_t>(timeline_.names.size());
   timeline_.names.emplace_back(name);
   timeline_.communication_names.push_back(is_communication_kernel(name));  // once per name, not per event
   name_ids_.emplace(std::string(name), id);
+  recent_names_[slot] = id;
   return id;
 }
 
@@ -72,6 +84,7 @@ void TimelineBuilder::reserve_for(std::uint64_t json_bytes) {
   const std::uint64_t events = json_bytes / kBytesPerEvent;
   timeline_.activities.reserve(std::min<std::uint64_t>(events, kCapBytes / sizeof(GpuActivity)));
   timeline_.runtime_calls.reserve(std::min<std::uint64_t>(events, kCapBytes / sizeof(RuntimeCall)));
+  timeline_.cpu_events.reserve(std::min<std::uint64_t>(events, kCapBytes / sizeof(CpuEvent)));
 }
 
 bool TimelineBuilder::is_data_loading(std::string_view name) {
@@ -83,7 +96,8 @@ bool TimelineBuilder::is_data_loading(std::string_view name) {
 
 void TimelineBuilder::on_event(const TraceEvent& event) {
   const std::int64_t end = event.start_ns + event.duration_ns;
-  if (event.category != EventCategory::kOther) {
+  // A gpu_user_annotation repeats a CPU range on the GPU: not an event of its own for the span.
+  if (event.category != EventCategory::kOther && event.category != EventCategory::kGpuUserAnnotation) {
     timeline_.first_ns = std::min(timeline_.first_ns, event.start_ns);
     timeline_.last_ns = std::max(timeline_.last_ns, end);
   }
@@ -99,6 +113,7 @@ void TimelineBuilder::on_event(const TraceEvent& event) {
       a.stream = static_cast<std::int32_t>(event.stream);
       a.device = static_cast<std::int16_t>(event.device);
       a.kind = kind_of(event, timeline_.communication_names[a.name_id]);
+      if (a.kind == ActivityKind::kMemcpy || a.kind == ActivityKind::kMemset) a.bytes_code = encode_transfer_bytes(event.bytes);
       timeline_.activities.push_back(a);
       if (a.kind == ActivityKind::kMemcpy || a.kind == ActivityKind::kMemset) {
         const TransferDirection direction =
@@ -112,14 +127,23 @@ void TimelineBuilder::on_event(const TraceEvent& event) {
     }
     case EventCategory::kCudaRuntime:
       if (event.correlation >= 0) {
-        timeline_.runtime_calls.push_back(RuntimeCall{event.correlation, event.start_ns, event.duration_ns});
+        timeline_.runtime_calls.push_back(RuntimeCall{event.correlation, event.start_ns, event.duration_ns,
+                                                      intern(event.name), compact_tid(event.tid)});
       }
       break;
     case EventCategory::kCpuOp:
       ++timeline_.cpu_ops;
+      timeline_.cpu_events.push_back(
+          CpuEvent{event.start_ns, event.duration_ns, intern(event.name), compact_tid(event.tid), CpuEventKind::kCpuOp});
+      break;
+    case EventCategory::kGpuUserAnnotation:
+      timeline_.cpu_events.push_back(CpuEvent{event.start_ns, event.duration_ns, intern(event.name),
+                                              compact_tid(event.tid), CpuEventKind::kGpuUserAnnotation});
       break;
     case EventCategory::kUserAnnotation:
       ++timeline_.annotations;
+      timeline_.cpu_events.push_back(CpuEvent{event.start_ns, event.duration_ns, intern(event.name),
+                                              compact_tid(event.tid), CpuEventKind::kUserAnnotation});
       if (event.name.starts_with(kStepPrefix)) {
         timeline_.steps.push_back(Interval{event.start_ns, end});
         const std::string_view digits = event.name.substr(kStepPrefix.size());

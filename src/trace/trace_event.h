@@ -19,6 +19,7 @@ enum class EventCategory : std::uint8_t {
   kCpuOp,
   kUserAnnotation,
   kPythonFunction,
+  kGpuUserAnnotation,  // a record_function range as Kineto repeats it on the GPU stream it covers
   kOther,
 };
 
@@ -33,6 +34,9 @@ struct TraceEvent {
   std::int64_t stream = -1;
   std::int64_t correlation = -1;
   std::int64_t bytes = -1;
+  // The thread ("tid") of CPU-side events (cpu_op, user_annotation, runtime calls; the stream for a
+  // gpu_user_annotation); -1 when absent or not a number (Chrome traces allow a string there).
+  std::int64_t tid = -1;
 };
 
 // Facts from the top level of the trace object.

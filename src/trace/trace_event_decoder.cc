@@ -193,6 +193,16 @@ std::expected<DecodeOutcome, EventProblem> decode_trace_event(od::object object,
           if (!ns) return std::unexpected(ns.error());
           event.start_ns = *ns;
           have_ts = true;
+        } else if (raw_is(key, "tid") && (!have_cat || wants_tid(event.category))) {
+          // A number is the thread; Chrome traces allow a string (a label) there, which names no thread.
+          const std::string_view token = value.raw_json_token();
+          if (!token.empty() && (token.front() == '-' || (token.front() >= '0' && token.front() <= '9'))) {
+            auto tid = integer_field(value, "tid");
+            if (!tid) return std::unexpected(tid.error());
+            event.tid = *tid;
+          } else {
+            event.tid = -1;
+          }
         }
         break;
       case 'd':
@@ -227,6 +237,7 @@ std::expected<DecodeOutcome, EventProblem> decode_trace_event(od::object object,
     return std::unexpected(EventProblem{TraceErrorKind::kBadValue, "negative duration", dur_where});
   }
   if (!wants_name(event.category)) event.name = {};
+  if (!wants_tid(event.category)) event.tid = -1;
   return DecodeOutcome::kEvent;
 }
 

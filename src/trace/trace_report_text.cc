@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include "trace/counters_report.h"  // issue 22: counters over time
+#include "trace/extras_report.h"  // issue 22
+#include "trace/ops_report.h"     // issue 22: ops, annotations, critical path
 #include "trace/rank_comparison.h"
 
 namespace gpuscope::trace {
@@ -38,7 +41,7 @@ void device_section(std::string& out, const DeviceReport& d) {
                  duration(d.window_ns()));
   fmt::format_to(o, "  busy            {:>10}  {:>6}   (union of kernels, memcpy, memset)\n", duration(d.busy_ns),
                  pct(ratio(d.busy_ns, d.window_ns())));
-  fmt::format_to(o, "  idle            {:>10}  {:>6}   host wait {}, kernel wait {}, other {}\n", duration(d.idle_ns()),
+  fmt::format_to(o, "  idle            {:>10}  {:>6}   device-wide: host wait {}, kernel wait {}, other {}\n", duration(d.idle_ns()),
                  pct(ratio(d.idle_ns(), d.window_ns())), pct(ratio(d.idle.host_wait_ns, d.idle_ns())),
                  pct(ratio(d.idle.kernel_wait_ns, d.idle_ns())), pct(ratio(d.idle.other_ns, d.idle_ns())));
   const std::int64_t all = d.computation_ns + d.communication_ns + d.memory_ns;
@@ -57,7 +60,8 @@ void device_section(std::string& out, const DeviceReport& d) {
   fmt::format_to(o, "  data loading    {} of GPU idle time inside DataLoader annotations ({} of idle)\n",
                  duration(d.data_loading_idle_ns), pct(ratio(d.data_loading_idle_ns, d.idle_ns())));
 
-  fmt::format_to(o, "\n  {:>8} {:>11} {:>11} {:>11} {:>11} {:>11} {:>10}\n", "stream", "busy", "idle", "host wait", "kernel wait",
+  fmt::format_to(o, "\n  per stream (HTA's split: a stream's gap counts even while another stream is busy)\n");
+  fmt::format_to(o, "  {:>8} {:>11} {:>11} {:>11} {:>11} {:>11} {:>10}\n", "stream", "busy", "idle", "host wait", "kernel wait",
                  "other", "activities");
   for (const auto& s : d.streams) {
     fmt::format_to(o, "  {:>8} {:>11} {:>11} {:>11} {:>11} {:>11} {:>10}\n", s.stream, duration(s.busy_ns),
@@ -80,6 +84,8 @@ void device_section(std::string& out, const DeviceReport& d) {
                      duration(t.duration_ns), bytes_text(t.bytes_per_second()) + "/s");
     }
   }
+  device_extras_text(out, d);  // issue 22: idle gaps, kernel sequences
+  device_counters_text(out, d);  // issue 22: launch queue, bandwidth over time
   fmt::format_to(o, "\n  Verdict: {}: {}.\n  Fix: {}.\n", verdict_name(d.verdict.kind), d.verdict.evidence, d.verdict.fix);
 }
 
@@ -106,6 +112,8 @@ void rank_section(std::string& out, const RankReport& r) {
   fmt::format_to(o, ", DataLoader annotations {}\n", duration(r.data_loading_ns));
   if (r.devices.empty()) fmt::format_to(o, "no GPU activity (kernels, memcpy, memset) in this trace\n");
   for (const auto& d : r.devices) device_section(out, d);
+  per_step_text(out, r, 10);  // issue 22
+  ops_summary_text(out, r, 5);  // issue 22: GPU time by op and annotation, the critical path
   if (!r.python_functions.empty()) {
     fmt::format_to(o, "\n  top {} python functions by inclusive time\n", r.python_functions.size());
     for (const auto& f : r.python_functions) {

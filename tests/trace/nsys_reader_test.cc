@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e/command_runner.h"
+#include "trace/critical_path.h"
 #include "trace/nsys_kernel_summary.h"
 #include "trace/nsys_reader.h"
 #include "trace/trace_analyzer.h"
@@ -687,6 +688,36 @@ TEST(NsysCli, ReportsKernelsAndErrors) {
   auto flag = run_trace_verb({db, "--report", "everything"});
   EXPECT_EQ(flag.exit_code, 2);
   EXPECT_NE(flag.err.find("--report"), std::string::npos) << flag.err;
+}
+
+// Issue 22: the runtime calls' names and threads (globalTid's low 24 bits), the NVTX ranges' threads,
+// and the syncs kept though they launch nothing (the critical path waits on them).
+TEST(NsysReader, KeepsCallNamesThreadsAndTheSyncs) {
+  TempDir dir;
+  Report events;
+  events.activities.push_back(Activity{Kind::kKernel, 2'000, 5'000, 0, 7, 1, "gemm"});
+  events.calls.push_back(Call{1'000, 1'500, 1, "cudaLaunchKernel_v7000"});
+  events.calls.push_back(Call{1'600, 5'100, 2, "cudaStreamSynchronize_v3020"});
+  events.calls.push_back(Call{5'200, 5'300, 3, "cudaEventRecord_v3020"});  // launches nothing: dropped
+  events.ranges.push_back(Range{900, 6'000, "ProfilerStep#1"});
+  const std::string db = dir.path() + "/report.sqlite";
+  write_nsys(db, events);
+  RankTimeline timeline;
+  const std::regex pattern("DataLoader");
+  TimelineBuilder builder(timeline, pattern);
+  auto read = read_nsys_report(db, builder, timeline.header, {});
+  ASSERT_TRUE(read.has_value()) << read.error().what();
+  ASSERT_EQ(timeline.runtime_calls.size(), 2u);
+  EXPECT_EQ(timeline.names[timeline.runtime_calls[0].name_id], "cudaLaunchKernel_v7000");
+  EXPECT_EQ(timeline.names[timeline.runtime_calls[1].name_id], "cudaStreamSynchronize_v3020");
+  for (const RuntimeCall& c : timeline.runtime_calls) EXPECT_EQ(c.tid, 77);  // the helper's globalTid
+  ASSERT_EQ(timeline.cpu_events.size(), 1u);
+  EXPECT_EQ(timeline.cpu_events[0].kind, CpuEventKind::kUserAnnotation);
+  EXPECT_EQ(timeline.cpu_events[0].tid, 77);
+  // The kernel the sync waited for is on the step's critical path.
+  const CriticalPathReport path = critical_paths(timeline, nest_cpu_events(timeline), 10);
+  ASSERT_EQ(path.steps.size(), 1u);
+  EXPECT_EQ(path.steps[0].gpu_ns, 3'000);
 }
 
 }  // namespace

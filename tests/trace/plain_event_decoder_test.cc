@@ -58,6 +58,7 @@ std::string disagreement(const std::optional<DecodeOutcome>& plain, const TraceE
   if (event.device != e.device) return "device";
   if (event.stream != e.stream) return "stream";
   if (event.correlation != e.correlation) return "correlation";
+  if (event.tid != e.tid) return "tid";
   if (event.bytes != e.bytes) return "bytes";
   return "";
 }

@@ -203,16 +203,17 @@ TEST(TraceParser, ReadsHeaderBeforeOrAfterTheEventsAndCountsEvents) {
   EXPECT_EQ(parsed.timeline.header.world_size, 16);
   EXPECT_EQ(parsed.timeline.header.device_names.at(3), "H100");
   EXPECT_EQ(parsed.summary->event_objects, 2u);
-  EXPECT_EQ(parsed.summary->complete_events, 0u);
-  EXPECT_EQ(parsed.summary->unparsed_events, 2u);  // a cpu_op and a metadata event: no analysis reads them
+  EXPECT_EQ(parsed.summary->complete_events, 1u);  // the cpu_op: the op attribution reads it
+  EXPECT_EQ(parsed.summary->unparsed_events, 1u);  // the metadata event: no analysis reads it
 }
 
 TEST(TraceParser, UnusedEventsAreSkippedUnparsedUnlessAsked) {
-  // A cpu_op with a negative duration: not read by default, an error with parse_unused_events.
-  const std::string json = R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": -2},
-      {"ph": "f", "id": 1, "ts": "not checked"}, {"cat": "cpu_op", "ph": "X", "ts": 1, "dur": 1},
+  // A python_function with a string for its duration: not read by default, an error with
+  // parse_unused_events. (cpu_op events are read now, for the op attribution: see CpuEvents.*.)
+  const std::string json = R"({"traceEvents": [{"ph": "X", "dur": "x", "cat": "python_function", "name": "a", "ts": 1},
+      {"ph": "f", "id": 1, "ts": "not checked"}, {"cat": "python_function", "ph": "X", "ts": 1, "dur": 1},
       {"name": "x", "ph": "X", "cat": "kernel", "ts": 1, "dur": 1},
-      {"ph":"X","cat":"cpu_op","dur":-1}, {
+      {"ph":"X","cat":"python_function","dur":-1}, {
         "ph": "X",
         "cat": "python_function", "dur": -1}, {"ph": "X", "cat": "cpu\u005fop", "ts": 1, "dur": 1}]})";
   auto fast = parse_text(json);
@@ -225,7 +226,7 @@ TEST(TraceParser, UnusedEventsAreSkippedUnparsedUnlessAsked) {
   all.parse_unused_events = true;
   auto checked = parse_text(json, all);
   ASSERT_FALSE(checked.summary.has_value());
-  EXPECT_EQ(checked.summary.error().kind, TraceErrorKind::kBadValue);
+  EXPECT_EQ(checked.summary.error().kind, TraceErrorKind::kBadField);
   // An event whose first members are not recognisable is parsed.
   auto nested = parse_text(R"({"traceEvents": [{"args": {"ph": "M"}, "ph": "X", "cat": "kernel", "ts": 1, "dur": "x"}]})");
   ASSERT_FALSE(nested.summary.has_value());
