@@ -9,6 +9,7 @@
 #include <regex>
 #include <thread>
 
+#include "cli/trace_verb.h"
 #include "export/machine_value.h"
 #include "trace/progress_meter.h"
 #include "trace/trace_diff_format.h"
@@ -77,16 +78,10 @@ std::expected<TraceDiffCliOptions, ParseExit> parse_trace_diff_args(std::span<co
   } else if (per != "auto") {
     return std::unexpected(usage(fmt::format("invalid value '{}' for --per (auto, step, second or trace)", per)));
   }
-  if (app->count("--rank") > 0) {
-    auto r = positive_integer(rank == "0" ? "1" : rank);
-    if (!r) return std::unexpected(usage(fmt::format("invalid value '{}' for --rank (a rank number >= 0)", rank)));
-    options.analysis.rank = rank == "0" ? 0 : *r;
+  if (auto ok = apply_rank_and_kernel_wait(app->count("--rank") > 0 ? &rank : nullptr, kernel_wait, options.analysis);
+      !ok) {
+    return std::unexpected(ok.error());
   }
-  auto us = positive_integer(kernel_wait);
-  if (!us || *us > 1'000'000'000) {
-    return std::unexpected(usage(fmt::format("invalid value '{}' for --kernel-wait-us (microseconds > 0)", kernel_wait)));
-  }
-  options.analysis.analysis.kernel_wait_threshold_ns = *us * 1000;
   // Every kernel, not just the report's top N: a kernel outside the top 10 can be the one that changed.
   options.analysis.kernel_summary = true;
   return options;

@@ -25,7 +25,7 @@ namespace {
 // Below this the whole read takes about a second: a progress bar would only flicker.
 constexpr std::uint64_t kProgressMinBytes = 256ull << 20;
 
-// --augment (issue 22): the analysed trace again, with the counter tracks, at options.augment.
+// --augment: the analysed trace again, with the counter tracks, at options.augment.
 int write_augmented_trace(const TraceOptions& options, const trace::TraceReport& report, const Invocation& inv) {
   const auto fail = [&](const std::string& message) {
     inv.err << "gpuscope: " << message << '\n';
@@ -40,7 +40,7 @@ int write_augmented_trace(const TraceOptions& options, const trace::TraceReport&
     return fail(fmt::format("{}: has unreadable parts (--lenient skipped them): an augmented copy would not be valid JSON", rank.file));
   }
   auto events = trace::counter_overlay_events(rank);
-  const auto path = trace::critical_path_overlay_events(rank.critical_path);  // issue 22: the critical path row
+  const auto path = trace::critical_path_overlay_events(rank.critical_path);
   events.insert(events.end(), path.begin(), path.end());
   auto written = trace::write_trace_overlay(rank.file, options.augment, events);
   if (!written) return fail(written.error().what());
@@ -53,6 +53,21 @@ int write_augmented_trace(const TraceOptions& options, const trace::TraceReport&
 }
 
 }  // namespace
+
+std::expected<void, ParseExit> apply_rank_and_kernel_wait(const std::string* rank, const std::string& kernel_wait,
+                                                          trace::TraceAnalysisOptions& analysis) {
+  if (rank != nullptr) {
+    auto r = positive_integer(*rank == "0" ? "1" : *rank);
+    if (!r) return std::unexpected(usage(fmt::format("invalid value '{}' for --rank (a rank number >= 0)", *rank)));
+    analysis.rank = *rank == "0" ? 0 : *r;
+  }
+  auto us = positive_integer(kernel_wait);
+  if (!us || *us > 1'000'000'000) {
+    return std::unexpected(usage(fmt::format("invalid value '{}' for --kernel-wait-us (microseconds > 0)", kernel_wait)));
+  }
+  analysis.analysis.kernel_wait_threshold_ns = *us * 1000;
+  return {};
+}
 
 std::expected<TraceOptions, ParseExit> parse_trace_args(std::span<const std::string> args) {
   const std::string description = fmt::format(
@@ -121,19 +136,19 @@ std::expected<TraceOptions, ParseExit> parse_trace_args(std::span<const std::str
   app->add_flag("--critical-path", options.critical_path,
                 "print each step's critical path (CPU work, CUDA calls, GPU work, syncs) instead of the report");
   if (auto parsed = parse_arguments(*app, args); !parsed) return std::unexpected(parsed.error());
-  if (!options.by.empty() && options.by != "op" && options.by != "annotation") {  // issue 22
+  if (!options.by.empty() && options.by != "op" && options.by != "annotation") {
     return std::unexpected(usage(fmt::format("invalid value '{}' for --by (op or annotation)", options.by)));
   }
   if (!options.by.empty() && options.critical_path) {
     return std::unexpected(usage("--by and --critical-path each print one table: give one of them"));
   }
 
-  if (auto q = positive_integer(max_queue); !q || *q > 1'000'000'000) {  // issue 22
+  if (auto q = positive_integer(max_queue); !q || *q > 1'000'000'000) {
     return std::unexpected(usage(fmt::format("invalid value '{}' for --max-queue-length (a count > 0)", max_queue)));
   } else {
     options.analysis.analysis.max_queue_length = *q;
   }
-  if (!options.augment.empty()) {  // issue 22
+  if (!options.augment.empty()) {
     if (auto gzip = trace::overlay_output_gzip(options.augment); !gzip) {
       return std::unexpected(usage(fmt::format("invalid value for --augment: {}", gzip.error())));
     }
@@ -152,21 +167,15 @@ std::expected<TraceOptions, ParseExit> parse_trace_args(std::span<const std::str
   auto n = positive_integer(top);
   if (!n || *n > 100000) return std::unexpected(usage(fmt::format("invalid value '{}' for --top (a count > 0)", top)));
   options.analysis.analysis.top = static_cast<std::size_t>(*n);
-  if (auto length = positive_integer(sequence_length); !length || *length < 2 || *length > 64) {  // issue 22
+  if (auto length = positive_integer(sequence_length); !length || *length < 2 || *length > 64) {
     return std::unexpected(usage(fmt::format("invalid value '{}' for --sequence-length (2 to 64)", sequence_length)));
   } else {
     options.analysis.analysis.max_sequence_length = static_cast<std::size_t>(*length);
   }
-  if (app->count("--rank") > 0) {
-    auto r = positive_integer(rank == "0" ? "1" : rank);
-    if (!r) return std::unexpected(usage(fmt::format("invalid value '{}' for --rank (a rank number >= 0)", rank)));
-    options.analysis.rank = rank == "0" ? 0 : *r;
+  if (auto ok = apply_rank_and_kernel_wait(app->count("--rank") > 0 ? &rank : nullptr, kernel_wait, options.analysis);
+      !ok) {
+    return std::unexpected(ok.error());
   }
-  auto us = positive_integer(kernel_wait);
-  if (!us || *us > 1'000'000'000) {
-    return std::unexpected(usage(fmt::format("invalid value '{}' for --kernel-wait-us (microseconds > 0)", kernel_wait)));
-  }
-  options.analysis.analysis.kernel_wait_threshold_ns = *us * 1000;
   try {
     std::regex check(options.analysis.data_loading_pattern, std::regex::ECMAScript);
   } catch (const std::regex_error& e) {
@@ -190,7 +199,7 @@ int run_trace(std::span<const std::string> args, const Invocation& inv) {
       if (total >= kProgressMinBytes) meter->update(done, total);
     };
   }
-  if (!options->augment.empty() && !options->analysis.rank) {  // issue 22: one trace to augment
+  if (!options->augment.empty() && !options->analysis.rank) {
     if (auto files = trace::list_trace_files(options->path); files && files->size() > 1) {
       return finish(usage("--augment writes one trace: give a file, or --rank R with a directory"), inv);
     }
@@ -205,7 +214,7 @@ int run_trace(std::span<const std::string> args, const Invocation& inv) {
     const auto kind = report.error().kind;
     return kind == trace::TraceErrorKind::kNoSuchRank || kind == trace::TraceErrorKind::kNotOneRun ? kExitUsage : kExitRuntime;
   }
-  if (!options->augment.empty()) {  // issue 22: before the report, so a failure prints one line and nothing else
+  if (!options->augment.empty()) {
     if (const int rc = write_augmented_trace(*options, *report, inv); rc != kExitOk) return rc;
   }
   if (options->analysis.kernel_summary) {
@@ -214,14 +223,14 @@ int run_trace(std::span<const std::string> args, const Invocation& inv) {
     } else {
       inv.out << trace::kernel_summary_text(report->kernel_summaries);
     }
-  } else if (!options->by.empty()) {  // issue 22
+  } else if (!options->by.empty()) {
     const auto view = options->by == "op" ? trace::AttributionView::kOps : trace::AttributionView::kAnnotations;
     if (options->json) {
       inv.out << exporter::json_line(trace::attribution_view_json(*report, view)) << '\n';
     } else {
       inv.out << trace::attribution_view_text(*report, view);
     }
-  } else if (options->critical_path) {  // issue 22
+  } else if (options->critical_path) {
     if (options->json) {
       inv.out << exporter::json_line(trace::critical_path_view_json(*report)) << '\n';
     } else {

@@ -1,4 +1,4 @@
-// The report sections of the counters over time (issue 22): launch-queue length per stream and memory
+// The report sections of the counters over time: launch-queue length per stream and memory
 // bandwidth per direction, text and JSON. trace_report_text.cc and trace_report_json.cc call these.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The analyses of issue 22 run for each device and rank from analyze_rank: the idle gaps one by one
+// The analyses beyond the summary run for each device and rank from analyze_rank: the idle gaps one by one
 // (distributions, the longest explained), repeated kernel sequences, and the per-step rows.
 #pragma once
 

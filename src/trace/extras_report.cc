@@ -1,3 +1,4 @@
+#include "trace/report_units.h"
 #include "trace/extras_report.h"
 
 #include <algorithm>
@@ -10,22 +11,7 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-// As trace_report_text.cc writes durations.
-std::string extras_duration(std::int64_t ns) {
-  const double v = static_cast<double>(ns);
-  const double a = v < 0 ? -v : v;
-  if (a >= 1e9) return fmt::format("{:.3f} s", v / 1e9);
-  if (a >= 1e6) return fmt::format("{:.2f} ms", v / 1e6);
-  if (a >= 1e3) return fmt::format("{:.1f} us", v / 1e3);
-  return fmt::format("{} ns", ns);
-}
-
 std::string extras_pct(double r) { return fmt::format("{:.0f}%", 100 * r); }
-
-std::string extras_shorten(const std::string& name, std::size_t width) {
-  if (name.size() <= width) return name;
-  return name.substr(0, width - 3) + "...";
-}
 
 double extras_seconds(std::int64_t ns) { return static_cast<double>(ns) / 1e9; }
 
@@ -48,9 +34,9 @@ void extras_distribution_text(std::string& out, std::string_view label, const Ga
     fmt::format_to(o, "    {:<12} no idle gaps\n", label);
     return;
   }
-  fmt::format_to(o, "    {:<12} {:>6} {:>10} {:>10} {:>10} {:>10}  at +{} ({})\n", label, g.count, extras_duration(g.p50_ns),
-                 extras_duration(g.p90_ns), extras_duration(g.p99_ns), extras_duration(g.longest_ns),
-                 extras_duration(g.longest_start_ns), extras_gap_kind_text(g.longest_kind));
+  fmt::format_to(o, "    {:<12} {:>6} {:>10} {:>10} {:>10} {:>10}  at +{} ({})\n", label, g.count, duration_text(g.p50_ns),
+                 duration_text(g.p90_ns), duration_text(g.p99_ns), duration_text(g.longest_ns),
+                 duration_text(g.longest_start_ns), extras_gap_kind_text(g.longest_kind));
 }
 
 json extras_distribution_json(const GapDistribution& g) {
@@ -93,16 +79,16 @@ void device_extras_text(std::string& out, const DeviceReport& d) {
     fmt::format_to(o, "  longest device-wide gaps, and what the CPU did meanwhile{}\n",
                    ii.cpu_events ? "" : " (no CPU ops or annotations in this trace: runtime calls and DataLoader only)");
     for (const auto& c : ii.longest) {
-      fmt::format_to(o, "    {} at +{} ({}{}):", extras_duration(c.gap.length()), extras_duration(c.start_offset_ns),
+      fmt::format_to(o, "    {} at +{} ({}{}):", duration_text(c.gap.length()), duration_text(c.start_offset_ns),
                      extras_gap_kind_text(c.gap.kind), c.step ? fmt::format(", ProfilerStep#{}", *c.step) : "");
       bool any = false;
       if (!c.cpu_name.empty()) {
-        fmt::format_to(o, " {} {} on thread {} ({} of the gap)", c.cpu_kind, extras_shorten(c.cpu_name, 50), c.cpu_tid,
+        fmt::format_to(o, " {} {} on thread {} ({} of the gap)", c.cpu_kind, shortened(c.cpu_name, 50), c.cpu_tid,
                        extras_pct(c.cpu_cover));
         any = true;
       }
       if (!c.runtime_name.empty()) {
-        fmt::format_to(o, "{} {} ({})", any ? ";" : "", extras_shorten(c.runtime_name, 40), extras_pct(c.runtime_cover));
+        fmt::format_to(o, "{} {} ({})", any ? ";" : "", shortened(c.runtime_name, 40), extras_pct(c.runtime_cover));
         any = true;
       }
       if (c.data_loading_cover > 0) {
@@ -122,12 +108,12 @@ void device_extras_text(std::string& out, const DeviceReport& d) {
   for (std::size_t i = 0; i < shown; ++i) {
     const KernelSequence& s = d.kernel_sequences[i];
     fmt::format_to(o, "    x{} on stream {}, {} kernels: GPU time {}, idle between them {}, {} launches saved (~{}): save ~{}\n",
-                   s.repeats, s.stream, s.kernels.size(), extras_duration(s.kernel_ns), extras_duration(s.inner_idle_ns),
-                   s.launches_saved, extras_duration(s.launch_ns), extras_duration(s.saving_ns()));
+                   s.repeats, s.stream, s.kernels.size(), duration_text(s.kernel_ns), duration_text(s.inner_idle_ns),
+                   s.launches_saved, duration_text(s.launch_ns), duration_text(s.saving_ns()));
     for (std::size_t j = 0; j < s.kernels.size();) {  // a kernel repeated in a row is one line
       std::size_t same = 1;
       while (j + same < s.kernels.size() && s.kernels[j + same] == s.kernels[j]) ++same;
-      fmt::format_to(o, "      {}{}\n", extras_shorten(s.kernels[j], 100), same > 1 ? fmt::format("  (x{} in a row)", same) : "");
+      fmt::format_to(o, "      {}{}\n", shortened(s.kernels[j], 100), same > 1 ? fmt::format("  (x{} in a row)", same) : "");
       j += same;
     }
   }
@@ -155,9 +141,9 @@ void per_step_text(std::string& out, const RankReport& r, std::size_t max_rows) 
   for (const std::size_t i : shown) {
     const StepRow& s = p.rows[i];
     fmt::format_to(o, "  {:>8} {:>10} {:>10} {:>10} {:>6} {:>10} {:>7} {:>10}  {}{}\n", extras_step_name(s),
-                   "+" + extras_duration(s.start_offset_ns), extras_duration(s.duration_ns), extras_duration(s.busy_ns),
-                   extras_pct(ratio_of(s.busy_ns, s.duration_ns)), extras_duration(s.host_wait_ns), s.kernels,
-                   extras_duration(s.kernel_ns), s.top_kernel.empty() ? "-" : extras_shorten(s.top_kernel, 40),
+                   "+" + duration_text(s.start_offset_ns), duration_text(s.duration_ns), duration_text(s.busy_ns),
+                   extras_pct(ratio_of(s.busy_ns, s.duration_ns)), duration_text(s.host_wait_ns), s.kernels,
+                   duration_text(s.kernel_ns), s.top_kernel.empty() ? "-" : shortened(s.top_kernel, 40),
                    s.incomplete.empty() ? "" : "  [incomplete]");
   }
   if (shown.size() < p.rows.size()) {
@@ -174,7 +160,7 @@ void per_step_text(std::string& out, const RankReport& r, std::size_t max_rows) 
   if (lag != nullptr) {
     fmt::format_to(o, "  the GPU runs behind the CPU: work step {} launched ran until {} after the step ended (busy within a step's "
                       "interval is other steps' work; the kernel time column is the step's own)\n",
-                   extras_step_name(*lag), extras_duration(lag->gpu_tail_ns));
+                   extras_step_name(*lag), duration_text(lag->gpu_tail_ns));
   }
   for (std::size_t i = 0; i < p.rows.size(); ++i) {
     if (!p.rows[i].incomplete.empty()) {

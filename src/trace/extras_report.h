@@ -1,4 +1,4 @@
-// The report sections of issue 22's analyses, text and JSON: per-step rows, idle-gap distributions with
+// The report sections of the analyses beyond the summary, text and JSON: per-step rows, idle-gap distributions with
 // the longest gaps explained, and repeated kernel sequences. trace_report_text.cc and
 // trace_report_json.cc call these where the sections go.
 #pragma once

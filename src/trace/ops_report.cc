@@ -1,3 +1,4 @@
+#include "trace/report_units.h"
 #include "trace/ops_report.h"
 
 #include <iterator>
@@ -11,23 +12,9 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-std::string ops_duration(std::int64_t ns) {
-  const double v = static_cast<double>(ns);
-  const double a = v < 0 ? -v : v;
-  if (a >= 1e9) return fmt::format("{:.3f} s", v / 1e9);
-  if (a >= 1e6) return fmt::format("{:.2f} ms", v / 1e6);
-  if (a >= 1e3) return fmt::format("{:.1f} us", v / 1e3);
-  return fmt::format("{} ns", ns);
-}
-
 std::string ops_pct(double r) { return fmt::format("{:.1f}%", 100 * r); }
 
 double ops_seconds(std::int64_t ns) { return static_cast<double>(ns) / 1e9; }
-
-std::string ops_shorten(const std::string& name, std::size_t width) {
-  if (name.size() <= width) return name;
-  return name.substr(0, width - 3) + "...";
-}
 
 std::string rank_heading(const RankReport& r) {
   const std::int64_t rank = display_rank(r);
@@ -37,13 +24,13 @@ std::string rank_heading(const RankReport& r) {
 // The one line that says how much of the GPU time the table can place.
 std::string attribution_coverage(const OpAttribution& ops) {
   if (ops.activities == 0) return "no GPU activity in this trace";
-  std::string line = fmt::format("{} GPU activities, {}", ops.activities, ops_duration(ops.activity_ns));
+  std::string line = fmt::format("{} GPU activities, {}", ops.activities, duration_text(ops.activity_ns));
   if (ops.without_launch > 0) {
     line += fmt::format("; {} ({}) without a runtime call of their correlation id", ops.without_launch,
-                        ops_duration(ops.without_launch_ns));
+                        duration_text(ops.without_launch_ns));
   }
   if (ops.outside_ops > 0) {
-    line += fmt::format("; {} ({}) launched outside any cpu_op", ops.outside_ops, ops_duration(ops.outside_ops_ns));
+    line += fmt::format("; {} ({}) launched outside any cpu_op", ops.outside_ops, duration_text(ops.outside_ops_ns));
   }
   if (ops.misnested > 0) line += fmt::format("; {} CPU events overlap without nesting (taken as nested)", ops.misnested);
   return line;
@@ -56,10 +43,10 @@ void attribution_rows_text(std::string& out, const std::vector<AttributionRow>& 
   std::size_t shown = 0;
   for (const auto& row : rows) {
     if (shown++ == limit) break;
-    fmt::format_to(o, "  {:<56} {:>8} {:>8} {:>11} {:>6} {:>11} {:>11} {:>11}\n", ops_shorten(row.name, 56), row.instances,
-                   row.activities, ops_duration(row.gpu_ns), ops_pct(row.gpu_share),
-                   row.activities > 0 ? ops_duration(row.launch_delay_mean_ns()) : std::string("-"),
-                   row.activities > 0 ? ops_duration(row.launch_delay_max_ns) : std::string("-"), ops_duration(row.cpu_ns));
+    fmt::format_to(o, "  {:<56} {:>8} {:>8} {:>11} {:>6} {:>11} {:>11} {:>11}\n", shortened(row.name, 56), row.instances,
+                   row.activities, duration_text(row.gpu_ns), ops_pct(row.gpu_share),
+                   row.activities > 0 ? duration_text(row.launch_delay_mean_ns()) : std::string("-"),
+                   row.activities > 0 ? duration_text(row.launch_delay_max_ns) : std::string("-"), duration_text(row.cpu_ns));
   }
   if (rows.size() > limit) fmt::format_to(o, "  ... {} more\n", rows.size() - limit);
 }
@@ -94,7 +81,7 @@ ojson path_elements_json(const std::vector<PathElement>& elements) {
 }
 
 std::string element_text(const PathElement& e) {
-  return fmt::format("{} {} {}", path_element_kind_name(e.kind), ops_shorten(e.name, 60), ops_pct(e.share));
+  return fmt::format("{} {} {}", path_element_kind_name(e.kind), shortened(e.name, 60), ops_pct(e.share));
 }
 
 double share_of(std::int64_t part, std::int64_t whole) {
@@ -227,21 +214,21 @@ std::string critical_path_view_text(const TraceReport& report) {
     fmt::format_to(o, "  {:<22} {:>10} {:>10} {:>10} {:>6} {:>6} {:>5}  {}\n", "step", "CPU range", "with GPU", "path", "CPU", "GPU",
                    "bound", "top element");
     for (const auto& s : cp.steps) {
-      fmt::format_to(o, "  {:<22} {:>10} {:>10} {:>10} {:>6} {:>6} {:>5}  {}\n", ops_shorten(s.step, 22),
-                     ops_duration(s.cpu_end_ns - s.start_ns), ops_duration(s.duration_ns()),
-                     ops_duration(s.length_ns), ops_pct(share_of(s.cpu_ns, s.length_ns)),
+      fmt::format_to(o, "  {:<22} {:>10} {:>10} {:>10} {:>6} {:>6} {:>5}  {}\n", shortened(s.step, 22),
+                     duration_text(s.cpu_end_ns - s.start_ns), duration_text(s.duration_ns()),
+                     duration_text(s.length_ns), ops_pct(share_of(s.cpu_ns, s.length_ns)),
                      ops_pct(share_of(s.gpu_ns, s.length_ns)), s.gpu_bound() ? "GPU" : "CPU",
                      s.top.empty() ? std::string("-") : element_text(s.top.front()));
     }
     fmt::format_to(o, "\n  On the path over all {} ({} of {} of steps with their GPU work; GPU bound in {} of {}):\n",
-                   cp.whole_trace ? "the window" : "steps", ops_duration(cp.cpu_ns + cp.gpu_ns), ops_duration(cp.steps_ns),
+                   cp.whole_trace ? "the window" : "steps", duration_text(cp.cpu_ns + cp.gpu_ns), duration_text(cp.steps_ns),
                    cp.gpu_bound_steps, cp.steps.size());
     fmt::format_to(o, "  (\"X (outside ops)\": CPU time inside annotation X but in no op: Python, or waiting on another thread, such as "
                       "autograd's during backward)\n");
     fmt::format_to(o, "  {:<8} {:>6} {:>11} {:>7}  {}\n", "kind", "share", "time", "count", "name");
     for (const auto& e : cp.top) {
-      fmt::format_to(o, "  {:<8} {:>6} {:>11} {:>7}  {}\n", path_element_kind_name(e.kind), ops_pct(e.share), ops_duration(e.total_ns),
-                     e.count, ops_shorten(e.name, 80));
+      fmt::format_to(o, "  {:<8} {:>6} {:>11} {:>7}  {}\n", path_element_kind_name(e.kind), ops_pct(e.share), duration_text(e.total_ns),
+                     e.count, shortened(e.name, 80));
     }
     if (!cp.note.empty()) fmt::format_to(o, "  note: {}\n", cp.note);
   }

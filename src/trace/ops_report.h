@@ -1,4 +1,4 @@
-// The report's parts for the CPU side (issue 22): GPU time by op and by annotation (OpAttribution) and
+// The report's parts for the CPU side: GPU time by op and by annotation (OpAttribution) and
 // each step's critical path (CriticalPathReport), as text and JSON: a short top-N inside the full
 // report, and the whole tables for `--by op|annotation` and `--critical-path`.
 #pragma once

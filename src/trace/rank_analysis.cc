@@ -6,7 +6,7 @@
 #include <span>
 #include <unordered_map>
 
-#include "trace/device_extras.h"  // issue 22
+#include "trace/device_extras.h"
 #include "trace/interval_math.h"
 #include "trace/mostly_ordered_sort.h"
 #include "trace/verdict.h"
@@ -330,13 +330,13 @@ RankReport analyze_rank(RankTimeline& timeline, const AnalysisOptions& options) 
     d.launch.short_kernel_ns = counted.short_kernel_ns;
     d.verdict = decide_verdict(d);
     const std::span<const GpuActivity> device_acts(acts.data() + i, j - i);
-    device_gaps.emplace_back(device_acts, analyze_device_extras(d, device_acts, extras));  // issue 22
+    device_gaps.emplace_back(device_acts, analyze_device_extras(d, device_acts, extras));
     d.queue_length = analyze_queue_length(device_acts, {options.max_queue_length, options.counter_series});
     d.memory_bandwidth = analyze_memory_bandwidth(device_acts, timeline.names, options.counter_series);
     report.devices.push_back(std::move(d));
     i = j;
   }
-  if (const DeviceReport* main = report.main_device(); main != nullptr) {  // issue 22: per-step rows
+  if (const DeviceReport* main = report.main_device(); main != nullptr) {
     const auto& [main_acts, main_gaps] = device_gaps[static_cast<std::size_t>(main - report.devices.data())];
     report.per_step = analyze_rank_steps(main->device, main_acts, main_gaps, extras, report.span_end_ns);
   } else {

@@ -8,14 +8,14 @@
 #include <vector>
 
 #include "trace/trace_parser.h"
-// Per-step rows, idle-gap distributions, repeated kernel sequences (issue 22).
+// Per-step rows, idle-gap distributions, repeated kernel sequences.
 #include "trace/idle_intervals.h"
 #include "trace/kernel_sequences.h"
 #include "trace/step_analysis.h"
-// Launch-queue length and memory bandwidth over time (issue 22, counters).
+// Launch-queue length and memory bandwidth over time.
 #include "trace/memory_bandwidth.h"
 #include "trace/queue_length.h"
-// GPU time by op and annotation, and each step's critical path (issue 22, CPU side).
+// GPU time by op and annotation, and each step's critical path.
 #include "trace/critical_path.h"
 #include "trace/op_attribution.h"
 
@@ -148,9 +148,9 @@ struct RankReport {
   std::vector<DeviceReport> devices;
   std::vector<KernelReport> python_functions;  // only with --python-functions; share of span
   std::uint64_t runtime_calls = 0;
-  StepsReport per_step;  // the ProfilerStep rows on the main device (issue 22)
-  OpAttribution ops;             // GPU time by aten op and by annotation (issue 22)
-  CriticalPathReport critical_path;  // what bounds each step (issue 22)
+  StepsReport per_step;  // the ProfilerStep rows on the main device
+  OpAttribution ops;             // GPU time by aten op and by annotation
+  CriticalPathReport critical_path;  // what bounds each step
 
   // The device doing the most work: its verdict is the rank's.
   const DeviceReport* main_device() const;

@@ -1,3 +1,4 @@
+#include "trace/report_units.h"
 #include "trace/trace_diff.h"
 
 #include <fmt/format.h>
@@ -20,25 +21,9 @@ constexpr double kDiffSameMeanShare = 0.05;
 // Names are cut to this in explanations (kernel names run to hundreds of characters).
 constexpr std::size_t kDiffNameWidth = 80;
 
-std::string diff_duration(double ns) {
-  const double a = std::abs(ns);
-  if (a >= 1e9) return fmt::format("{:.3f} s", ns / 1e9);
-  if (a >= 1e6) return fmt::format("{:.2f} ms", ns / 1e6);
-  if (a >= 1e3) return fmt::format("{:.1f} us", ns / 1e3);
-  return fmt::format("{:.0f} ns", ns);
-}
-
-std::string diff_signed_duration(double ns) { return (ns < 0 ? "-" : "+") + diff_duration(std::abs(ns)); }
-
-// 3 -> "3", 0.25 -> "0.25", 12.5 -> "12.5": counts per unit are fractional only when they must be.
-std::string diff_count(double n) {
-  if (std::abs(n - std::round(n)) <= 0.005 * std::max(1.0, std::abs(n))) return fmt::format("{:.0f}", n);
-  return std::abs(n) < 10 ? fmt::format("{:.2f}", n) : fmt::format("{:.1f}", n);
-}
-
 // "1 call/step", "3 calls/step", "0.25 calls/step".
 std::string diff_calls(double n, const std::string& per) {
-  return fmt::format("{} call{}{}", diff_count(n), diff_count(n) == "1" ? "" : "s", per);
+  return fmt::format("{} call{}{}", count_text(n), count_text(n) == "1" ? "" : "s", per);
 }
 
 std::string diff_short_name(const std::string& name) {
@@ -114,8 +99,8 @@ std::string diff_unit_description_of(const TraceDiff& diff) {
       return fmt::format("per step: totals divided by the ProfilerStep count (BEFORE {} steps, AFTER {}){}", b.steps, a.steps,
                          ranks ? "; steps of all ranks, so per step of one rank" : "");
     case DiffUnit::kSecond:
-      return fmt::format("per second of trace span (BEFORE {}, AFTER {}){}", diff_duration(static_cast<double>(b.span_ns)),
-                         diff_duration(static_cast<double>(a.span_ns)), ranks ? "; spans of all ranks summed" : "");
+      return fmt::format("per second of trace span (BEFORE {}, AFTER {}){}", duration_text(static_cast<double>(b.span_ns)),
+                         duration_text(static_cast<double>(a.span_ns)), ranks ? "; spans of all ranks summed" : "");
     case DiffUnit::kTrace:
       return ranks ? fmt::format("per trace of one rank (BEFORE {} ranks, AFTER {})", b.ranks, a.ranks)
                    : std::string("per whole trace");
@@ -125,38 +110,38 @@ std::string diff_unit_description_of(const TraceDiff& diff) {
 
 std::string diff_explain(const NamedDelta& d, const std::string& kind, DiffUnit unit) {
   const std::string per = diff_unit_suffix(unit);
-  const std::string head = fmt::format("{}{}: {} `{}`", diff_signed_duration(d.delta_ns()), per, kind, diff_short_name(d.name));
+  const std::string head = fmt::format("{}{}: {} `{}`", signed_duration_text(d.delta_ns()), per, kind, diff_short_name(d.name));
   const double before_mean = diff_mean(d.before_ns, d.before_count);
   const double after_mean = diff_mean(d.after_ns, d.after_count);
   switch (d.change) {
     case ChangeKind::kAdded:
-      return fmt::format("{} is new ({}, {} each)", head, diff_calls(d.after_count, per), diff_duration(after_mean));
+      return fmt::format("{} is new ({}, {} each)", head, diff_calls(d.after_count, per), duration_text(after_mean));
     case ChangeKind::kRemoved:
-      return fmt::format("{} is gone (was {}, {} each)", head, diff_calls(d.before_count, per), diff_duration(before_mean));
+      return fmt::format("{} is gone (was {}, {} each)", head, diff_calls(d.before_count, per), duration_text(before_mean));
     case ChangeKind::kUnchanged: return fmt::format("{} is unchanged", head);
     case ChangeKind::kChanged: break;
   }
   const bool same_count = diff_same_count(d.before_count, d.after_count);
-  const std::string counts = fmt::format("{} time{}{} instead of {}", diff_count(d.after_count),
-                                         diff_count(d.after_count) == "1" ? "" : "s", per, diff_count(d.before_count));
+  const std::string counts = fmt::format("{} time{}{} instead of {}", count_text(d.after_count),
+                                         count_text(d.after_count) == "1" ? "" : "s", per, count_text(d.before_count));
   const bool same_mean = std::abs(after_mean - before_mean) <= kDiffSameMeanShare * std::max(before_mean, after_mean);
   if (d.before_kernels_per_call > 0 && d.after_kernels_per_call > 0 &&
       !diff_same_count(d.before_kernels_per_call, d.after_kernels_per_call)) {
-    return fmt::format("{} now launches {} kernels instead of {}{}{}", head, diff_count(d.after_kernels_per_call),
-                       diff_count(d.before_kernels_per_call),
+    return fmt::format("{} now launches {} kernels instead of {}{}{}", head, count_text(d.after_kernels_per_call),
+                       count_text(d.before_kernels_per_call),
                        same_mean ? ""
-                                 : fmt::format(" ({} instead of {} of GPU time per call)", diff_duration(after_mean),
-                                               diff_duration(before_mean)),
+                                 : fmt::format(" ({} instead of {} of GPU time per call)", duration_text(after_mean),
+                                               duration_text(before_mean)),
                        same_count ? "" : fmt::format(", and runs {}", counts));
   }
-  const std::string means = fmt::format("{} instead of {} per call", diff_duration(after_mean), diff_duration(before_mean));
+  const std::string means = fmt::format("{} instead of {} per call", duration_text(after_mean), duration_text(before_mean));
   if (same_count) {
     const double factor = before_mean > 0 && after_mean > 0 ? after_mean / before_mean : 1;
     const std::string speed =
         factor >= 1 ? fmt::format("takes {:.2f}x as long", factor) : fmt::format("is {:.2f}x faster", 1 / factor);
     return fmt::format("{} {} ({}, {})", head, speed, means, diff_calls(d.after_count, per));
   }
-  if (same_mean) return fmt::format("{} runs {} ({} each)", head, counts, diff_duration(after_mean));
+  if (same_mean) return fmt::format("{} runs {} ({} each)", head, counts, duration_text(after_mean));
   return fmt::format("{} runs {}, {}", head, counts, means);
 }
 
@@ -285,7 +270,7 @@ std::optional<TableDiff> diff_family_table(const TableDiff& kernels, const DiffD
       what = fmt::format("{} gone, the others stay", fmt::join(gone, ", "));
     }
     d.explanation = fmt::format("{}{}: kernels `{}` (one family up to template arguments and numbers): {}",
-                                diff_signed_duration(d.delta_ns()), diff_unit_suffix(div.unit), diff_short_name(family), what);
+                                signed_duration_text(d.delta_ns()), diff_unit_suffix(div.unit), diff_short_name(family), what);
     t.rows.push_back(std::move(d));
   }
   if (t.rows.empty()) return std::nullopt;

@@ -1,3 +1,4 @@
+#include "trace/report_units.h"
 #include "trace/trace_diff_format.h"
 
 #include <fmt/format.h>
@@ -13,21 +14,6 @@ using diff_json = nlohmann::ordered_json;
 
 constexpr std::size_t kDiffTextNameWidth = 70;
 
-std::string diff_text_duration(double ns) {
-  const double a = std::abs(ns);
-  if (a >= 1e9) return fmt::format("{:.3f} s", ns / 1e9);
-  if (a >= 1e6) return fmt::format("{:.2f} ms", ns / 1e6);
-  if (a >= 1e3) return fmt::format("{:.1f} us", ns / 1e3);
-  return fmt::format("{:.0f} ns", ns);
-}
-
-std::string diff_text_signed(double ns) { return (ns < 0 ? "-" : "+") + diff_text_duration(std::abs(ns)); }
-
-std::string diff_text_count(double n) {
-  if (std::abs(n - std::round(n)) <= 0.005 * std::max(1.0, std::abs(n))) return fmt::format("{:.0f}", n);
-  return std::abs(n) < 10 ? fmt::format("{:.2f}", n) : fmt::format("{:.1f}", n);
-}
-
 std::string diff_text_name(const std::string& name) {
   return name.size() <= kDiffTextNameWidth ? name : name.substr(0, kDiffTextNameWidth - 3) + "...";
 }
@@ -39,9 +25,9 @@ std::string diff_text_relative(double before, double after) {
 
 std::string diff_metric_value(const MetricDelta& m, double v) {
   switch (m.unit) {
-    case MetricDelta::Unit::kNanoseconds: return diff_text_duration(v);
+    case MetricDelta::Unit::kNanoseconds: return duration_text(v);
     case MetricDelta::Unit::kRatio: return fmt::format("{:.1f}%", 100 * v);
-    case MetricDelta::Unit::kCount: return diff_text_count(v);
+    case MetricDelta::Unit::kCount: return count_text(v);
   }
   return {};
 }
@@ -49,10 +35,10 @@ std::string diff_metric_value(const MetricDelta& m, double v) {
 std::string diff_metric_change(const MetricDelta& m) {
   if (m.delta() == 0) return "=";
   switch (m.unit) {
-    case MetricDelta::Unit::kNanoseconds: return diff_text_signed(m.delta()) + diff_text_relative(m.before, m.after);
+    case MetricDelta::Unit::kNanoseconds: return signed_duration_text(m.delta()) + diff_text_relative(m.before, m.after);
     case MetricDelta::Unit::kRatio: return fmt::format("{:+.1f} pts", 100 * m.delta());
     case MetricDelta::Unit::kCount:
-      return (m.delta() > 0 ? "+" : "-") + diff_text_count(std::abs(m.delta())) + diff_text_relative(m.before, m.after);
+      return (m.delta() > 0 ? "+" : "-") + count_text(std::abs(m.delta())) + diff_text_relative(m.before, m.after);
   }
   return {};
 }
@@ -78,9 +64,9 @@ void diff_text_table(std::string& out, const TableDiff& t, DiffUnit unit, std::s
   const std::size_t shown = std::min(top, moved);
   for (std::size_t i = 0; i < shown; ++i) {
     const auto& r = t.rows[i];
-    fmt::format_to(o, "  {:>12} {:>12} {:>12} {:>21}  {:<9} {}\n", diff_text_signed(r.delta_ns()),
-                   diff_text_duration(r.before_ns), diff_text_duration(r.after_ns),
-                   diff_text_count(r.before_count) + " -> " + diff_text_count(r.after_count), change_kind_key(r.change),
+    fmt::format_to(o, "  {:>12} {:>12} {:>12} {:>21}  {:<9} {}\n", signed_duration_text(r.delta_ns()),
+                   duration_text(r.before_ns), duration_text(r.after_ns),
+                   count_text(r.before_count) + " -> " + count_text(r.after_count), change_kind_key(r.change),
                    diff_text_name(r.name));
     for (const auto& [name, side] : r.members) {
       fmt::format_to(o, "  {:>12} {:>12} {:>12} {:>21}  {:<9}   {} {}\n", "", "", "", "", "",

@@ -1,8 +1,8 @@
 #include "trace/trace_report_json.h"
 
-#include "trace/counters_report.h"  // issue 22: counters over time
-#include "trace/extras_report.h"  // issue 22
-#include "trace/ops_report.h"     // issue 22: ops, annotations, critical path
+#include "trace/counters_report.h"
+#include "trace/extras_report.h"
+#include "trace/ops_report.h"
 #include "trace/rank_comparison.h"
 
 namespace gpuscope::trace {
@@ -98,10 +98,10 @@ json device_json(const DeviceReport& d) {
       {"data_loading_idle_seconds", seconds(d.data_loading_idle_ns)},
       {"data_loading_idle_ratio", ratio(d.data_loading_idle_ns, d.idle_ns())},
       {"verdict", json{{"kind", verdict_key(d.verdict.kind)}, {"evidence", d.verdict.evidence}, {"fix", d.verdict.fix}}},
-      {"idle_intervals", idle_intervals_json(d.idle_intervals)},       // issue 22
-      {"kernel_sequences", kernel_sequences_json(d.kernel_sequences)},  // issue 22
-      {"launch_queue", queue_length_json(d.queue_length)},              // issue 22: counters
-      {"memory_bandwidth", memory_bandwidth_json(d.memory_bandwidth)},  // issue 22: counters
+      {"idle_intervals", idle_intervals_json(d.idle_intervals)},
+      {"kernel_sequences", kernel_sequences_json(d.kernel_sequences)},
+      {"launch_queue", queue_length_json(d.queue_length)},
+      {"memory_bandwidth", memory_bandwidth_json(d.memory_bandwidth)},
   };
 }
 
@@ -140,9 +140,9 @@ json rank_json(const RankReport& r) {
             {"problems", problems}}},
   };
   if (!r.python_functions.empty()) out["python_functions"] = kernels_json(r.python_functions);
-  out["per_step"] = per_step_json(r);  // issue 22
-  out["attribution"] = attribution_json(r.ops, 10);        // issue 22: GPU time by op and annotation
-  out["critical_path"] = critical_path_json(r.critical_path);  // issue 22
+  out["per_step"] = per_step_json(r);
+  out["attribution"] = attribution_json(r.ops, 10);
+  out["critical_path"] = critical_path_json(r.critical_path);
   return out;
 }
 

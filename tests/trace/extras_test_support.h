@@ -1,4 +1,4 @@
-// Helpers for the tests of issue 22's analyses (per step, idle intervals, kernel sequences): a trace
+// Helpers for the tests of the analyses beyond the summary (per step, idle intervals, kernel sequences): a trace
 // written event by event (times in whole microseconds), and the independent Python reference
 // (trace_extras_reference.py, standard library only) run on a trace file.
 #pragma once

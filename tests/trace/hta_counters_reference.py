@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The counters of issue 22 computed from a Kineto trace the slow, obvious way, for queue_length_test and
+"""The counters over time computed from a Kineto trace the slow, obvious way, for queue_length_test and
 memory_bandwidth_test to check gpuscope against: Holistic Trace Analysis's definitions
 (hta/analyzers/trace_counters.py), written from its documentation with the standard library only,
 in exact arithmetic (times as integer nanoseconds from the decimal text, rates as fractions).

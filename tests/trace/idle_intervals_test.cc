@@ -1,4 +1,4 @@
-// Idle gaps one by one (issue 22): distributions per stream and device-wide on a hand-built trace, what
+// Idle gaps one by one: distributions per stream and device-wide on a hand-built trace, what
 // the CPU did during the longest gap, and the device-wide label in the reports.
 #include "trace/idle_intervals.h"
 

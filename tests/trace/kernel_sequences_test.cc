@@ -1,4 +1,4 @@
-// Repeated kernel sequences (issue 22) on a hand-built stream whose repeats, GPU time and gaps follow
+// Repeated kernel sequences on a hand-built stream whose repeats, GPU time and gaps follow
 // from its construction.
 #include "trace/kernel_sequences.h"
 

@@ -1,4 +1,4 @@
-// Memory bandwidth over time per direction (issue 22): hand-made copies with answers worked out by hand,
+// Memory bandwidth over time per direction: hand-made copies with answers worked out by hand,
 // the bytes kept per activity, a parsed trace, and the real traces against HTA's definition in Python.
 #include <gtest/gtest.h>
 

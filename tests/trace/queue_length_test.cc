@@ -1,4 +1,4 @@
-// Launch-queue length per stream (issue 22): hand-made activities with answers worked out by hand or by
+// Launch-queue length per stream: hand-made activities with answers worked out by hand or by
 // brute force, a parsed trace, and the real traces against HTA's definition in Python.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Per-step rows (issue 22) on hand-built traces whose answers follow from their construction, bad input
+// Per-step rows on hand-built traces whose answers follow from their construction, bad input
 // (no steps, steps without GPU work, no GPU at all), the report text and JSON, and the CLI flag.
 #include "trace/step_analysis.h"
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Independent reference for the per-step rows, idle gaps and kernel sequences (issue 22).
+"""Independent reference for the per-step rows, idle gaps and kernel sequences.
 
 Reads a Kineto trace (.json or .json.gz) with the standard library only, times as exact integer
 nanoseconds (Decimal), and writes what gpuscope should report, as JSON, to stdout. Written from the
-definitions in docs/trace-steps.md (issue 22), not from gpuscope's code.
+definitions in docs/trace-steps.md, not from gpuscope's code.
 """
 import gzip
 import json

@@ -1,4 +1,4 @@
-// The augmented trace (issue 22): write_trace_overlay on hand-made and real traces, plain and gzip, read
+// The augmented trace: write_trace_overlay on hand-made and real traces, plain and gzip, read
 // back by gpuscope's own reader, by nlohmann::json and by Python's json module; `gpuscope trace
 // --augment` and its one-line errors.
 #include <gtest/gtest.h>
