@@ -8,7 +8,9 @@
 
 #include "agent/cost_history.h"
 #include "agent/cost_metering.h"
+#include "analysis/network_verdict.h"
 #include "analysis/window_summary.h"
+#include "http/crypt_library.h"
 #include "http/gzip.h"
 #include "http/route_prefix.h"
 
@@ -102,6 +104,29 @@ std::expected<std::unique_ptr<Agent>, AgentError> Agent::load(AgentConfig config
     agent->rule_manager_ = std::make_unique<rules::RuleManager>(std::move(groups->groups), std::move(ro));
   }
 
+  if (!c.web_config_file.empty()) {
+    auto web = http::load_web_config(c.web_config_file);
+    if (!web) return std::unexpected(config_error({fmt::format("--web.config.file {}", web.error())}));
+    if (!web->basic_auth_users.empty()) {
+      // Checked now, not at the first request: without libcrypt nobody could ever log in.
+      if (auto crypt = http::crypt_api(); !crypt) {
+        return std::unexpected(config_error({fmt::format("--web.config.file {}: basic_auth_users: {}", c.web_config_file,
+                                                         crypt.error())}));
+      }
+    }
+    if (web->tls) {
+      auto material = http::load_tls_material(*web->tls, c.web_config_file);
+      if (!material) return std::unexpected(config_error({fmt::format("--web.config.file {}", material.error())}));
+      agent->tls_material_ = std::move(*material);
+    }
+    log.info("web config loaded", {{"file", c.web_config_file},
+                                   {"tls", web->tls ? "on" : "off"},
+                                   {"basic_auth_users", std::to_string(web->basic_auth_users.size())}});
+    // Made now, before any thread that writes /metrics' families can ask it for its counters.
+    agent->web_access_ = std::make_unique<http::WebAccess>(*web, c.route_prefix, log);
+    agent->web_config_ = std::move(*web);
+  }
+
   if (!c.notify_config.empty()) {
     auto notify_config = notify::load_notify_config(c.notify_config);
     if (!notify_config) return std::unexpected(config_error(std::move(notify_config.error())));
@@ -171,6 +196,10 @@ std::expected<Agent::Started, AgentError> Agent::start(std::unique_ptr<nvml::Nvm
   query_api_ = std::make_unique<http::QueryApi>(history, api_options, [this] { return clock_.unix_ms(); });
   rules_api_ = std::make_unique<http::RulesApi>(rule_manager_.get());
   if (rule_manager_) start_rules();
+  // Before the sampler: its first reading records the fabric's families with the GPUs' (the collector
+  // reads at once on its own thread; the port waits for that reading below). Before the diagnosis, which
+  // keeps the fabric's series for the network verdict when there is a collector.
+  start_fabric();
   create_diagnosis();
   // The history records the cost counters, which the next start continues from; the recorder that only
   // feeds the diagnosis (--no-history) has no use for them.
@@ -183,9 +212,6 @@ std::expected<Agent::Started, AgentError> Agent::start(std::unique_ptr<nvml::Nvm
   diagnosis_options.clock = &clock_;
   diagnosis_api_ = std::make_unique<http::DiagnosisApi>(tsdb_.get(), diagnosis_options,
                                                         [this] { return published_diagnosis(); });
-  // Before the sampler: its first reading records the fabric's families with the GPUs' (the collector
-  // reads at once on its own thread; the port waits for that reading below).
-  start_fabric();
   create_training();
 
   // The first reading before the port opens: a client that connects as soon as it can (`serve & curl`,
@@ -303,9 +329,25 @@ void Agent::create_diagnosis() {
     recorder_ = std::make_unique<HistoryRecorder>(backend_->gpus(), system_, metrics_, log_);
     recorder_->set_metric_set(metric_set_);
   }
-  recorder_->set_reading_listener(
-      [window = recent_window_.get()](std::int64_t t_ms, std::span<const store::LabeledValue> values,
-                                      std::uint64_t layout) { window->append_reading(t_ms, values, layout); });
+  if (fabric_) {
+    // The network verdict's fabric series, kept as the GPU signals are (in memory, not read back from the
+    // history's chunks at each evaluation), over the fabric lookback.
+    const std::int64_t fabric_span_ms = analysis::kFabricLookbackMs + kRecentWindowMarginMs;
+    fabric_window_ = std::make_unique<store::RecentWindow>(analysis::fabric_series_names(), fabric_span_ms);
+    if (tsdb_) {
+      const std::int64_t now = clock_.unix_ms();
+      if (auto recent = analysis::StoreSource(*tsdb_).select(analysis::fabric_series_regex(), now - fabric_span_ms, now)) {
+        fabric_window_->seed(std::move(*recent));
+      }
+    }
+    fabric_source_ = std::make_unique<analysis::StoreSource>(*fabric_window_);
+  }
+  recorder_->set_reading_listener([window = recent_window_.get(), fabric = fabric_window_.get()](
+                                      std::int64_t t_ms, std::span<const store::LabeledValue> values,
+                                      std::uint64_t layout) {
+    window->append_reading(t_ms, values, layout);
+    if (fabric != nullptr) fabric->append_reading(t_ms, values, layout);
+  });
   diagnosis_source_ = std::make_unique<analysis::StoreSource>(*recent_window_);
   if (tsdb_) {
     diagnosis_history_ = std::make_unique<analysis::StoreSource>(*tsdb_);
@@ -315,6 +357,7 @@ void Agent::create_diagnosis() {
   }
   const analysis::ReadingSource& history = diagnosis_history_ ? *diagnosis_history_ : *diagnosis_source_;
   diagnosis_loop_ = std::make_unique<DiagnosisLoop>(*diagnosis_source_, history, *diagnosis_appender_, o, clock_, log_);
+  diagnosis_loop_->set_fabric_source(fabric_source_.get());
   log_.info("diagnosis", {{"interval", fmt::format("{}ms", o.interval.count())},
                           {"window", fmt::format("{}s", o.window.count() / 1000.0)},
                           {"history", tsdb_ ? "yes" : "no (idle since: the last window only)"}});
@@ -408,16 +451,30 @@ void Agent::create_training() {
 void Agent::write_extra_families(exporter::ExpositionWriter& writer) const {
   training_->write_metrics(writer);
   if (fabric_) fabric_->write_metrics(writer);
+  if (web_access_) web_access_->write_metrics(writer);
 }
 
 void Agent::start_fabric() {
-  if (config_.fabric_sysfs_root.empty() || config_.fabric_interval.count() <= 0) return;
+  if (config_.fabric_interval.count() <= 0) return;
   FabricCollectorOptions o;
   o.sysfs_root = config_.fabric_sysfs_root;
+  if (o.sysfs_root.empty() && config_.fabric_from_simulator) {
+    // The scenario's fabric: a tree the simulated driver rewrites for its clock before each reading.
+    const auto root = backend_->update_sim_sysfs();
+    if (!root) {
+      log_.info("fabric: not read under --simulate (the scenario has no fabric:; name a fake tree with --sysfs-root "
+                "or GPUSCOPE_SYSFS_ROOT)");
+      return;
+    }
+    o.sysfs_root = *root;
+  }
+  if (o.sysfs_root.empty()) return;
   o.interval = config_.fabric_interval;
   o.host_label = host_label_name(metrics_.hostname_label);
   o.hostname = system_.hostname;
+  const bool simulated = config_.fabric_sysfs_root.empty();
   fabric_ = std::make_unique<FabricCollector>(std::move(o), backend_->gpus(), clock_, log_);
+  if (simulated) fabric_->set_refresh([this] { backend_->update_sim_sysfs(); });
   fabric_->start();
 }
 
@@ -491,6 +548,12 @@ std::expected<void, AgentError> Agent::start_http() {
   options.port = config_.port;
   options.max_connections = config_.max_connections;
   options.header_timeout = config_.http_timeout;
+  options.tls = tls_material_;
+  if (web_access_) {
+    options.on_tls_refused = [this](std::string_view remote, std::string_view detail) {
+      web_access_->refused_connection(http::Refusal::kTlsHandshake, remote, detail);
+    };
+  }
   const auto route = [this](const http::HttpRequest& r) {
     if (http::QueryApi::handles(r.path())) return query_api_->handle(r);
     if (http::RulesApi::handles(r.path())) return rules_api_->handle(r);
@@ -506,11 +569,34 @@ std::expected<void, AgentError> Agent::start_http() {
     return response;
   };
   if (!config_.route_prefix.empty()) handler = http::with_route_prefix(config_.route_prefix, std::move(handler));
+  if (web_access_) handler = web_access_->wrap(std::move(handler));
   auto server = http::HttpServer::start(options, std::move(handler), log_);
   if (!server) return std::unexpected(runtime_error(server.error()));
   server_ = std::move(*server);
   const std::string& host = config_.host;
   const std::string shown_host = host.empty() ? "" : (host.find(':') != std::string::npos ? "[" + host + "]" : host);
+  if (web_config_) {
+    auto apply = [this](const http::WebConfig& web, const std::optional<http::TlsMaterial>& tls) -> std::expected<void, std::string> {
+      // The listening socket's protocol is fixed for its life: a client configured for one would fail on the other.
+      if (tls.has_value() != tls_material_.has_value()) {
+        return std::unexpected(tls ? "turning TLS on needs a restart" : "turning TLS off needs a restart");
+      }
+      if (tls && *tls != *tls_material_) {
+        if (auto replaced = server_->replace_tls(*tls); !replaced) return replaced;
+        tls_material_ = tls;
+        log_.info("TLS settings replaced: new connections use the new certificate",
+                  {{"client_auth_type", std::string(http::client_auth_name(tls->client_auth))}});
+      }
+      web_access_->apply(web);
+      return {};
+    };
+    web_config_watcher_ = std::make_unique<WebConfigWatcher>(config_.web_config_file, *web_config_, std::move(apply),
+                                                             [this](bool ok) { web_access_->reloaded(ok); }, log_);
+  }
+  if (tls_material_) {
+    log_.info("TLS is on", {{"client_auth_type", std::string(http::client_auth_name(tls_material_->client_auth))},
+                            {"priorities", tls_material_->priorities}});
+  }
   log_.info("listening", {{"address", fmt::format("{}:{}", shown_host, server_->port())},
                           {"interval", fmt::format("{}ms", std::chrono::duration_cast<std::chrono::milliseconds>(config_.interval).count())}});
   return {};
@@ -623,6 +709,7 @@ bool Agent::stop() {
   // Queries still running end at their next check (Prometheus's "query was canceled"), so neither the
   // HTTP server nor the rules loop waits for one.
   query_limiter_->cancel_all();
+  if (web_config_watcher_) web_config_watcher_->stop();  // it replaces the server's daemons
   if (server_) server_->stop();
   if (rule_loop_) rule_loop_->stop();
   // Before the history's last flush, which then holds its last verdicts.

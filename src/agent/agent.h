@@ -26,6 +26,7 @@
 #include "agent/history_recorder.h"
 #include "agent/rule_evaluation_loop.h"
 #include "agent/training_tracker.h"
+#include "agent/web_config_watcher.h"
 #include "analysis/cost_meter.h"
 #include "export/metric_set.h"
 #include "http/agent_routes.h"
@@ -35,6 +36,8 @@
 #include "http/rules_api.h"
 #include "http/check_api.h"
 #include "http/training_api.h"
+#include "http/web_access.h"
+#include "http/web_config.h"
 #include "http/web_ui.h"
 #include "log/logger.h"
 #include "notify/notifier.h"
@@ -152,6 +155,8 @@ class Agent {
   std::shared_ptr<const exporter::MetricSet> metric_set_;
   std::unique_ptr<rules::RuleManager> rule_manager_;  // with --rules
   std::unique_ptr<notify::Notifier> notifier_;        // with --config
+  std::optional<http::WebConfig> web_config_;         // with --web.config.file
+  std::optional<http::TlsMaterial> tls_material_;     // with its tls_server_config
 
   // Started by start(), in this order; stopped in the reverse one.
   std::unique_ptr<nvml::NvmlBackend> backend_;
@@ -178,6 +183,9 @@ class Agent {
   // history it looks further back in for "idle since" (the recent window without history), and where
   // its verdict series go (nowhere without history).
   std::unique_ptr<store::RecentWindow> recent_window_;
+  // The fabric's series the network verdict reads, over its lookback (only with a fabric collector).
+  std::unique_ptr<store::RecentWindow> fabric_window_;
+  std::unique_ptr<analysis::StoreSource> fabric_source_;
   std::unique_ptr<analysis::StoreSource> diagnosis_source_;
   std::unique_ptr<analysis::StoreSource> diagnosis_history_;
   std::unique_ptr<rules::SampleAppender> diagnosis_appender_;
@@ -190,7 +198,9 @@ class Agent {
   std::unique_ptr<http::TrainingApi> training_api_;
   std::unique_ptr<http::CheckApi> check_api_;
   http::WebUi web_ui_;
+  std::unique_ptr<http::WebAccess> web_access_;  // with --web.config.file: in front of every route
   std::unique_ptr<http::HttpServer> server_;
+  std::unique_ptr<WebConfigWatcher> web_config_watcher_;  // with --web.config.file, once the server runs
   // With --preemption-notice: started after the sampler (the response reads its latest reading's
   // processes), stopped before it and before the notifier it sends through.
   std::unique_ptr<MetadataEndpoint> preemption_endpoint_;

@@ -38,6 +38,9 @@ struct AgentConfig {
   unsigned max_connections = 256;
   std::chrono::seconds http_timeout{10};
   std::string route_prefix;  // "/gpuscope": every route answered below it (normalized); empty: none
+  // --web.config.file: exporter-toolkit's web config (TLS, client certificates, basic auth, headers),
+  // read at load and again when it or a file it names changes. Empty: plain HTTP, no auth.
+  std::string web_config_file;
   // History: the exported series recorded under data_dir, kept for `retention`, written every
   // `flush_interval` (at most that much is lost to a kill -9).
   bool history = true;
@@ -93,6 +96,8 @@ struct AgentConfig {
   // thread of its own, exported as gpuscope_fabric_* next to the GPU families.
   std::string fabric_sysfs_root;
   std::chrono::milliseconds fabric_interval = kDefaultFabricInterval;
+  // With no root named: the simulated driver's tree of the scenario's `fabric:` (--simulate), if it has one.
+  bool fabric_from_simulator = false;
   std::string version;  // /api/v1/status/buildinfo and the index page
   // Every part keeps time on this clock; it must outlive the agent.
   const model::Clock* clock = &model::system_clock();

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "analysis/network_verdict.h"
+
 namespace gpuscope::agent {
 namespace {
 
@@ -80,7 +82,13 @@ std::expected<analysis::Diagnosis, std::string> DiagnosisLoop::diagnose(std::int
   const std::int64_t window_ms = options_.window.count();
   auto gpus = analysis::read_histories(source_, at_ms - window_ms, at_ms);
   if (!gpus) return std::unexpected(gpus.error());
-  analysis::Diagnosis d = analysis::diagnose(*gpus, at_ms, window_ms, options_.thresholds);
+  std::vector<analysis::PortHistory> ports;
+  if (fabric_ != nullptr) {
+    auto read = analysis::read_port_histories(*fabric_, at_ms - std::max(window_ms, analysis::kFabricLookbackMs), at_ms);
+    if (!read) return std::unexpected(read.error());
+    ports = std::move(*read);
+  }
+  analysis::Diagnosis d = analysis::diagnose(*gpus, ports, at_ms, window_ms, options_.thresholds);
   // "Idle since" comes from the verdict tracker for the GPUs it has followed; only a GPU seen idle for
   // the first time (the agent's start, or a GPU that appeared) is looked for further back, so an idle
   // host costs one walk of the history, not one per evaluation.

@@ -62,6 +62,10 @@ class DiagnosisLoop {
   DiagnosisLoop(const DiagnosisLoop&) = delete;
   DiagnosisLoop& operator=(const DiagnosisLoop&) = delete;
 
+  // Where the node's fabric series are read from (the agent's RecentWindow of them, kFabricLookbackMs
+  // long), for the network verdict; set before start(). Without one there is no network verdict.
+  void set_fabric_source(const analysis::ReadingSource* fabric) { fabric_ = fabric; }
+
   // `ready` is waited on (on the thread) before the first evaluation: the first reading is in the store.
   void start(std::function<void()> ready);
   // Ends the thread after the evaluation in progress (a read of memory: milliseconds).
@@ -84,6 +88,7 @@ class DiagnosisLoop {
 
   const analysis::ReadingSource& source_;
   const analysis::ReadingSource& history_;
+  const analysis::ReadingSource* fabric_ = nullptr;
   rules::SampleAppender& out_;
   const DiagnosisLoopOptions options_;
   const model::Clock& clock_;

@@ -42,6 +42,7 @@ void FabricCollector::run() {
 void FabricCollector::collect() {
   // Real time, not the clock's: this is what the reading cost, which a virtual clock does not measure.
   const auto t0 = std::chrono::steady_clock::now();
+  if (refresh_) refresh_();
   fabric::SysfsScan scan = reader_.read();
   for (auto& p : scan.ports) {
     if (!p.pci_path.empty()) p.near_gpus = locality_.near_gpus(p.pci_path);

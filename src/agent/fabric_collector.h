@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -51,6 +52,10 @@ class FabricCollector {
   FabricCollector(const FabricCollector&) = delete;
   FabricCollector& operator=(const FabricCollector&) = delete;
 
+  // Called before each reading, set before start(): the simulator brings its sysfs tree to the simulated
+  // time (--simulate with a scenario's `fabric:`). None on a host.
+  void set_refresh(std::function<void()> refresh) { refresh_ = std::move(refresh); }
+
   // Reads at once, then every interval on the clock.
   void start();
   void stop();
@@ -76,6 +81,7 @@ class FabricCollector {
   const fabric::SysfsPortReader reader_;
   const fabric::PciLocality locality_;
   fabric::FabricCounters counters_;  // the collecting thread's only
+  std::function<void()> refresh_;
   std::atomic<std::shared_ptr<const fabric::FabricState>> latest_;
   std::atomic<double> last_duration_seconds_{0};
   std::atomic<bool> last_success_{true};

@@ -8,6 +8,7 @@
 
 #include "analysis/evidence_text.h"
 #include "analysis/findings.h"
+#include "analysis/network_verdict.h"
 #include "analysis/verdicts.h"
 #include "analysis/window_stats.h"
 
@@ -187,6 +188,11 @@ void add_imbalance(std::vector<GpuDiagnosis>& gpus, std::span<const GpuHistory> 
 
 Diagnosis diagnose(std::span<const GpuHistory> gpus, std::int64_t at_ms, std::int64_t window_ms,
                    const Thresholds& thresholds) {
+  return diagnose(gpus, {}, at_ms, window_ms, thresholds);
+}
+
+Diagnosis diagnose(std::span<const GpuHistory> gpus, std::span<const PortHistory> ports, std::int64_t at_ms,
+                   std::int64_t window_ms, const Thresholds& thresholds) {
   Diagnosis out;
   out.at_ms = at_ms;
   out.window_ms = window_ms;
@@ -218,6 +224,7 @@ Diagnosis diagnose(std::span<const GpuHistory> gpus, std::int64_t at_ms, std::in
     out.gpus.push_back(std::move(g));
   }
   add_imbalance(out.gpus, gpus, at_ms, window_ms, thresholds);
+  apply_network_verdicts(out.gpus, gpus, ports, at_ms, window_ms);
   return out;
 }
 

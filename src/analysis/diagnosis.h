@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/fabric_ports.h"
 #include "analysis/gpu_signals.h"
 #include "analysis/thresholds.h"
 
@@ -24,6 +25,9 @@ enum class Verdict {
   kNoTensorCores,
   kMemoryBound,
   kComputeBound,
+  // Waits on communication while a NIC port on its PCIe switch counts errors, drops or link downs, or
+  // falls behind its peers (network_verdict.h).
+  kNetworkBound,
   kUnhealthy,
   kUnknown,
 };
@@ -51,7 +55,8 @@ struct Finding {
 struct GpuDiagnosis {
   GpuIdentity identity;
   Verdict verdict = Verdict::kUnknown;
-  std::string detail;   // transfer_bound: "host→device"; input_starved: "CPU side" or "data loading over PCIe"
+  std::string detail;   // transfer_bound: "host→device"; input_starved: "CPU side" or "data loading over PCIe";
+                        // network_bound: the port(s), "mlx5_3/1"
   std::string summary;  // one sentence: what the GPU does, in numbers
   std::vector<Evidence> evidence;
   std::string fix;
@@ -81,6 +86,10 @@ struct Diagnosis {
 // (what "idle since" reads); GPUs of one host and job are each other's peers for the imbalance finding.
 Diagnosis diagnose(std::span<const GpuHistory> gpus, std::int64_t at_ms, std::int64_t window_ms,
                    const Thresholds& thresholds);
+// The same with the node's fabric ports (fabric_ports.h, read over kFabricLookbackMs): a GPU that waits on
+// communication while a port near it is in trouble gets the network verdict.
+Diagnosis diagnose(std::span<const GpuHistory> gpus, std::span<const PortHistory> ports, std::int64_t at_ms,
+                   std::int64_t window_ms, const Thresholds& thresholds);
 
 // The times a diagnosis may be asked for: 1970 to the end of year 9999 (RFC 3339's four-digit years).
 // Outside them a window's start would overflow, and no recording holds readings there.

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "analysis/network_verdict.h"
+
 namespace gpuscope::analysis {
 namespace {
 
@@ -44,6 +46,13 @@ std::expected<std::vector<GpuHistory>, std::string> read_histories(const Reading
   auto series = source.select(signal_name_regex(), from_ms, to_ms);
   if (!series) return std::unexpected(series.error());
   return group_by_gpu(std::move(*series));
+}
+
+std::expected<std::vector<PortHistory>, std::string> read_port_histories(const ReadingSource& source,
+                                                                         std::int64_t from_ms, std::int64_t to_ms) {
+  auto series = source.select(fabric_series_regex(), from_ms, to_ms);
+  if (!series) return std::unexpected(series.error());
+  return group_by_port(std::move(*series));
 }
 
 std::expected<void, std::string> find_last_activity(const ReadingSource& source, Diagnosis& diagnosis,
@@ -93,7 +102,9 @@ std::expected<Diagnosis, std::string> diagnose_from(const ReadingSource& source,
   // compared with.
   auto gpus = read_histories(source, at_ms - window_ms, at_ms);
   if (!gpus) return std::unexpected(gpus.error());
-  Diagnosis d = diagnose(*gpus, at_ms, window_ms, thresholds);
+  auto ports = read_port_histories(source, at_ms - std::max(window_ms, kFabricLookbackMs), at_ms);
+  if (!ports) return std::unexpected(ports.error());
+  Diagnosis d = diagnose(*gpus, *ports, at_ms, window_ms, thresholds);
   std::erase_if(d.gpus, [&](const GpuDiagnosis& g) { return !filter.matches(g.identity); });
   if (auto found = find_last_activity(source, d, thresholds, lookback_ms); !found) {
     return std::unexpected(found.error());

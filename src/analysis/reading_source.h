@@ -53,10 +53,15 @@ struct GpuFilter {
 std::expected<std::vector<GpuHistory>, std::string> read_histories(const ReadingSource& source, std::int64_t from_ms,
                                                                    std::int64_t to_ms);
 
+// The node's fabric ports with samples in (from_ms, to_ms] (fabric_ports.h); none when nothing records them.
+std::expected<std::vector<PortHistory>, std::string> read_port_histories(const ReadingSource& source,
+                                                                         std::int64_t from_ms, std::int64_t to_ms);
+
 // How far back "idle since" looks, an hour at a time, before it says "at least".
 inline constexpr std::int64_t kIdleLookbackMs = 24LL * 3600 * 1000;
 
-// Diagnoses the window ending at `at_ms` from `source`; for GPUs idle through the whole window, looks
+// Diagnoses the window ending at `at_ms` from `source` (with its fabric ports over kFabricLookbackMs, for
+// the network verdict); for GPUs idle through the whole window, looks
 // back (up to `lookback_ms`) for their last activity.
 std::expected<Diagnosis, std::string> diagnose_from(const ReadingSource& source, std::int64_t at_ms,
                                                     std::int64_t window_ms, const Thresholds& thresholds,

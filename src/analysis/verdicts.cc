@@ -25,6 +25,7 @@ constexpr VerdictText kVerdicts[] = {
     {Verdict::kNoTensorCores, "no_tensor_cores", "no tensor cores"},
     {Verdict::kMemoryBound, "memory_bound", "memory bound"},
     {Verdict::kComputeBound, "compute_bound", "compute bound"},
+    {Verdict::kNetworkBound, "network_bound", "waiting on the network"},
     {Verdict::kUnhealthy, "unhealthy", "unhealthy"},
     {Verdict::kUnknown, "unknown", "unknown"},
 };

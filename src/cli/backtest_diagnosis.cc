@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/network_verdict.h"
 #include "analysis/reading_source.h"
 
 namespace gpuscope::cli {
@@ -12,7 +13,10 @@ std::expected<void, std::string> BacktestDiagnosis::evaluate_due(std::int64_t t_
   const analysis::StoreSource source(head_);
   auto gpus = analysis::read_histories(source, t_ms - kBacktestDiagnosisWindowMs, t_ms);
   if (!gpus) return std::unexpected(gpus.error());
-  analysis::Diagnosis d = analysis::diagnose(*gpus, t_ms, kBacktestDiagnosisWindowMs, thresholds_);
+  // The scenario's fabric ports, when it has them (the simulated sysfs tree the fabric collector reads).
+  auto ports = analysis::read_port_histories(source, t_ms - analysis::kFabricLookbackMs, t_ms);
+  if (!ports) return std::unexpected(ports.error());
+  analysis::Diagnosis d = analysis::diagnose(*gpus, *ports, t_ms, kBacktestDiagnosisWindowMs, thresholds_);
   std::vector<analysis::VerdictChange> changes;
   for (const auto& sample : series_.update(d, &changes)) {
     if (auto appended = head_.append(sample.labels, t_ms, sample.value); !appended) {

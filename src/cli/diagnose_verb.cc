@@ -23,7 +23,7 @@ namespace {
 constexpr std::string_view kDiagnoseDescription =
     "Say why each GPU is slow or wasted: one verdict per GPU over a window of its recorded readings\n"
     "(idle, transfer_bound, launch_bound, input_starved, no_tensor_cores, memory_bound, compute_bound,\n"
-    "unhealthy, unknown), the values that decided it and the usual fix, plus findings (power capped,\n"
+    "network_bound, unhealthy, unknown), the values that decided it and the usual fix, plus findings (power capped,\n"
     "thermal slowdown, memory nearly full, imbalance, utilization.gpu far above SM active). Reads a\n"
     "running agent or any Prometheus (--url), a data directory (--data-dir; an import too, the agent\n"
     "may keep running) or a simulator scenario run on a virtual clock (--simulate=SCENARIO, --at as a\n"

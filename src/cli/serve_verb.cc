@@ -84,8 +84,9 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
   app->add_option("--interval", interval, "time between GPU readings, 100ms to 60s (default 1s)")
       ->type_name("DURATION");
   app->add_option("--counter-interval", counter_interval,
-                  "read the cumulative counters (energy, violation times, ECC, remapped rows, PCIe replays) this "
-                  "often, 0s to 1h (default 10s; 0s: every reading): they cost ms of CPU per GPU on a real driver")
+                  "read the cumulative counters (energy, violation times, ECC, remapped rows, PCIe replays) and the "
+                  "rarely changing gauges (power limits, current PCIe link, BAR1) this often, 0s to 1h (default 10s; "
+                  "0s: every reading): they cost ms of CPU per GPU on a real driver")
       ->type_name("DURATION");
   app->add_flag("--nvml-call-counts", o.count_nvml_calls,
                 "export gpuscope_nvml_calls_total{function}: the calls made to each NVML function (to see what a "
@@ -112,6 +113,10 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
                   "answer every route below this path (/gpuscope/metrics, /gpuscope/ for the dashboard), for a "
                   "reverse proxy that forwards one path of a shared host (default: none)")
       ->type_name("PATH");
+  app->add_option("--web.config.file", o.web_config_file,
+                  "TLS, client certificates, basic auth and response headers, in the Prometheus exporter-toolkit's "
+                  "web config format (see docs/security.md); re-read when it or a file it names changes")
+      ->type_name("FILE");
   app->add_option("--http-timeout", http_timeout,
                   "a request's headers must arrive within this; also the keep-alive idle limit (default 10s)")
       ->type_name("DURATION");
@@ -423,20 +428,17 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
 
   // Files are read before anything starts: a bad one stops the agent with every problem listed.
   agent::AgentConfig config = o;
-  bool fabric_off_under_simulate = false;
   if (config.fabric_interval.count() == 0) {
     config.fabric_sysfs_root.clear();
   } else if (config.fabric_sysfs_root.empty()) {
-    fabric_off_under_simulate = inv.global.simulate;
+    // Under --simulate the host's NICs have nothing to do with the simulated GPUs: the scenario's are read.
+    config.fabric_from_simulator = inv.global.simulate;
     if (!inv.global.simulate) config.fabric_sysfs_root = "/sys";
   }
   config.version = GPUSCOPE_VERSION;
   auto loaded = agent::Agent::load(std::move(config), log);
   if (!loaded) return print(loaded.error());
   agent::Agent& agent = **loaded;
-  if (fabric_off_under_simulate) {
-    log.info("fabric: not read under --simulate (name a fake tree with --sysfs-root or GPUSCOPE_SYSFS_ROOT)");
-  }
 
 
   nvml::BackendOptions reading;

@@ -43,11 +43,23 @@ SimulatedHistory::SimulatedHistory(const Invocation& inv, std::unique_ptr<nvml::
       recorder_(head_, backend_->gpus(), backend_->system(), metrics_options(*backend_, prices), log_),
       start_ms_(std::chrono::duration_cast<std::chrono::milliseconds>(backend_->now().time_since_epoch()).count()) {
   recorder_.set_metric_set(std::make_shared<const exporter::MetricSet>(exporter::default_metric_set()));
+  if (const auto root = backend_->update_sim_sysfs()) {
+    agent::FabricCollectorOptions fabric;
+    fabric.sysfs_root = *root;
+    fabric.hostname = backend_->system().hostname;
+    fabric_ = std::make_unique<agent::FabricCollector>(std::move(fabric), backend_->gpus(), fabric_clock_, log_);
+    fabric_->set_refresh([this] { backend_->update_sim_sysfs(); });
+    recorder_.set_extra_families([this](exporter::ExpositionWriter& w) { fabric_->write_metrics(w); });
+  }
 }
 
 std::expected<void, std::string> SimulatedHistory::record_at(std::int64_t t_ms) {
   if (!backend_->set_sim_time(std::chrono::system_clock::time_point(std::chrono::milliseconds(t_ms)))) {
     return std::unexpected("the simulated NVML did not accept the virtual time");
+  }
+  if (fabric_ && t_ms >= next_fabric_ms_) {
+    fabric_->collect();
+    next_fabric_ms_ = t_ms + agent::kDefaultFabricInterval.count();
   }
   recorder_.record(backend_->sample());
   return {};

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "agent/fabric_collector.h"
 #include "agent/history_recorder.h"
 #include "cli/invocation.h"
 #include "cli/price_flags.h"
@@ -27,7 +28,8 @@ class SimulatedHistory {
 
   // The scenario's t = 0, Unix ms.
   std::int64_t start_ms() const { return start_ms_; }
-  // Moves the virtual clock to `t_ms` and records one reading there; a one-line error when the
+  // Moves the virtual clock to `t_ms` and records one reading there (with the scenario's fabric, read
+  // through the fabric collector every kDefaultFabricInterval of virtual time); a one-line error when the
   // simulator refused the time.
   std::expected<void, std::string> record_at(std::int64_t t_ms);
 
@@ -42,6 +44,11 @@ class SimulatedHistory {
   store::Head head_;
   agent::HistoryRecorder recorder_;
   std::int64_t start_ms_ = 0;
+  // The scenario's `fabric:` (none without), read from the simulated driver's sysfs tree as the agent
+  // reads a host's. Its clock only paces a thread that is never started.
+  model::SystemClock fabric_clock_;
+  std::unique_ptr<agent::FabricCollector> fabric_;
+  std::int64_t next_fabric_ms_ = 0;
 };
 
 }  // namespace gpuscope::cli

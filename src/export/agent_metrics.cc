@@ -85,7 +85,7 @@ void write_diagnosis_metrics(ExpositionWriter& w, const DiagnosisStatus& d) {
   static constexpr std::pair<const char*, const char*> kSeries[] = {
       {"gpuscope_diagnosis_info",
        "The diagnosis' verdict for each GPU (why it is slow or wasted: idle, transfer_bound, launch_bound, "
-       "input_starved, no_tensor_cores, memory_bound, compute_bound, unhealthy, unknown); always 1."},
+       "input_starved, no_tensor_cores, memory_bound, compute_bound, network_bound, unhealthy, unknown); always 1."},
       {"gpuscope_diagnosis_changes_total", "Changes of each GPU's diagnosis verdict since the agent started."},
   };
   for (const auto& [name, help] : kSeries) {

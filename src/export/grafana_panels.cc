@@ -48,11 +48,12 @@ constexpr double kIdleShareBad = 0.5;
 // The training straggler threshold (std / mean of the ranks' step times), as the agent and rule pack use.
 constexpr double kStragglerCv = 0.1;
 
-constexpr std::array<std::string_view, 9> kVerdicts{"idle",          "transfer_bound", "launch_bound",
-                                                    "input_starved", "no_tensor_cores", "memory_bound",
-                                                    "compute_bound", "unhealthy",      "unknown"};
-constexpr std::array<std::string_view, 9> kVerdictColors{"blue",  "orange",       "yellow", "dark-orange", "purple",
-                                                         "green", "dark-green", "red",    "text"};
+constexpr std::array<std::string_view, 10> kVerdicts{"idle",          "transfer_bound", "launch_bound",
+                                                     "input_starved", "no_tensor_cores", "memory_bound",
+                                                     "compute_bound", "network_bound",  "unhealthy",
+                                                     "unknown"};
+constexpr std::array<std::string_view, 10> kVerdictColors{"blue",  "orange",     "yellow",     "dark-orange", "purple",
+                                                          "green", "dark-green", "dark-purple", "red",        "text"};
 
 // Every GPU series of the selected hosts and GPUs.
 std::string gpu(std::string_view metric, std::string_view extra = "") {

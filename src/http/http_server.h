@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "http/tls_material.h"
 #include "log/logger.h"
 
 namespace gpuscope::http {
@@ -45,6 +46,8 @@ class HttpRequest {
   std::optional<std::string_view> query(const char* name) const;
   // Every URL query argument (decoded) in order, repeated names included (match[]=a&match[]=b).
   std::vector<std::pair<std::string, std::string>> query_arguments() const;
+  // The client's address ("127.0.0.1", "::1"), for logs; empty for a request built by hand.
+  std::string remote_address() const;
 
  private:
   void* connection_ = nullptr;
@@ -74,6 +77,11 @@ struct HttpServerOptions {
   std::size_t max_header_bytes = 16 * 1024;     // request line + headers; over it: 431
   std::size_t max_body_bytes = 1024 * 1024;     // over it: 413
   std::chrono::seconds header_timeout{10};      // a request's headers must arrive within this (also the keep-alive idle limit)
+  // TLS (libmicrohttpd over GnuTLS) with this certificate, key, client CA and policy; none: plain HTTP.
+  std::optional<TlsMaterial> tls;
+  // A TLS connection that closed before its handshake completed (plain HTTP to the port, a client
+  // certificate missing or refused, no common version or cipher): the client's address and why.
+  std::function<void(std::string_view remote, std::string_view detail)> on_tls_refused;
 };
 
 // "127.0.0.1:9400", ":9400" (all interfaces), "[::1]:9400", "localhost:9400" → host and port; a
@@ -91,6 +99,13 @@ class HttpServer {
   std::uint16_t port() const { return port_; }
   // Stops accepting, closes connections and joins the threads.
   void stop();
+  // New TLS connections use `tls` from now on (a rotated certificate, a new client CA): a new daemon takes
+  // over the listening socket, and the previous one finishes its open connections (cut after
+  // kRetiredDaemonGrace). An error (one line) leaves the current settings serving. Only for a server
+  // started with TLS.
+  std::expected<void, std::string> replace_tls(const TlsMaterial& tls);
+  // How long a replaced daemon may keep serving the connections it had.
+  static constexpr std::chrono::seconds kRetiredDaemonGrace{30};
 
   struct Impl;
 

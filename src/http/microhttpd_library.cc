@@ -11,6 +11,7 @@ std::expected<MicrohttpdApi, std::string> load() {
   MicrohttpdApi api{};
   library->bind("MHD_start_daemon", api.start_daemon);
   library->bind("MHD_stop_daemon", api.stop_daemon);
+  library->bind("MHD_quiesce_daemon", api.quiesce_daemon);
   library->bind("MHD_get_daemon_info", api.get_daemon_info);
   library->bind("MHD_get_connection_info", api.get_connection_info);
   library->bind("MHD_lookup_connection_value", api.lookup_connection_value);

@@ -17,6 +17,7 @@ namespace gpuscope::http {
 struct MicrohttpdApi {
   decltype(&::MHD_start_daemon) start_daemon;
   decltype(&::MHD_stop_daemon) stop_daemon;
+  decltype(&::MHD_quiesce_daemon) quiesce_daemon;
   decltype(&::MHD_get_daemon_info) get_daemon_info;
   decltype(&::MHD_get_connection_info) get_connection_info;
   decltype(&::MHD_lookup_connection_value) lookup_connection_value;

@@ -107,7 +107,7 @@ HttpResponse json_response(int status, std::string body) {
   return r;
 }
 
-HttpResponse api_error(std::string_view type, std::string_view message) {
+HttpResponse query_error(std::string_view type, std::string_view message) {
   // Prometheus's statuses: 400 bad_data, 422 execution, 503 timeout/canceled, 500 internal.
   int status = 422;
   if (type == "bad_data") status = 400;
@@ -303,7 +303,7 @@ HttpResponse QueryApi::handle(const HttpRequest& request) const {
   const auto path = request.path();
   const bool post_allowed = path != "/api/v1/status/buildinfo" && !path.starts_with("/api/v1/label/");
   if (method != "GET" && !(method == "POST" && post_allowed)) {
-    auto r = api_error("bad_data", fmt::format("method {} not allowed on {}", method, path));
+    auto r = query_error("bad_data", fmt::format("method {} not allowed on {}", method, path));
     r.status = 405;
     r.headers.emplace_back("Allow", post_allowed ? "GET, POST" : "GET");
     return r;
@@ -312,7 +312,7 @@ HttpResponse QueryApi::handle(const HttpRequest& request) const {
   if (method == "POST") {
     const auto type = request.header("Content-Type").value_or("");
     if (!type.starts_with("application/x-www-form-urlencoded")) {
-      return api_error("bad_data", "POST needs a Content-Type of application/x-www-form-urlencoded");
+      return query_error("bad_data", "POST needs a Content-Type of application/x-www-form-urlencoded");
     }
     for (auto& kv : parse_form(request.body())) p.push_back(std::move(kv));
   }
@@ -344,9 +344,9 @@ HttpResponse query_result(const std::expected<promql::QueryResult, promql::Query
   if (!r) {
     const auto kind = r.error().kind;
     if (kind == promql::QueryError::Kind::kBadData || kind == promql::QueryError::Kind::kUnsupported) {
-      return api_error("bad_data", fmt::format("invalid parameter \"query\": {}", r.error().message));
+      return query_error("bad_data", fmt::format("invalid parameter \"query\": {}", r.error().message));
     }
-    return api_error(promql::error_type_name(kind), r.error().message);
+    return query_error(promql::error_type_name(kind), r.error().message);
   }
   return json_response(200, render_query_result(*r));
 }
@@ -373,11 +373,11 @@ HttpResponse QueryApi::query(const Params& p) const {
   std::int64_t t = now_ms_();
   if (auto tt = param(p, "time"); tt && !tt->empty()) {
     auto parsed = parse_api_time(*tt);
-    if (!parsed) return api_error("bad_data", invalid_time("time", parsed.error()));
+    if (!parsed) return query_error("bad_data", invalid_time("time", parsed.error()));
     t = *parsed;
   }
   auto o = with_timeout(options_.engine, p);
-  if (!o) return api_error("bad_data", o.error());
+  if (!o) return query_error("bad_data", o.error());
   // A missing query is parsed as the empty one: Prometheus's "no expression found in input".
   return query_result(promql::Engine(*o).instant(data_, param(p, "query").value_or(""), t));
 }
@@ -389,23 +389,23 @@ HttpResponse QueryApi::query_range(const Params& p) const {
   const char* names[] = {"start", "end"};
   for (int i = 0; i < 2; ++i) {
     auto parsed = parse_api_time(param(p, names[i]).value_or(""));
-    if (!parsed) return api_error("bad_data", fmt::format("invalid parameter \"{}\": {}", names[i], parsed.error()));
+    if (!parsed) return query_error("bad_data", fmt::format("invalid parameter \"{}\": {}", names[i], parsed.error()));
     bounds[i] = *parsed;
   }
-  if (bounds[1] < bounds[0]) return api_error("bad_data", "invalid parameter \"end\": end timestamp must not be before start time");
+  if (bounds[1] < bounds[0]) return query_error("bad_data", "invalid parameter \"end\": end timestamp must not be before start time");
   auto step = parse_api_duration(param(p, "step").value_or(""));
-  if (!step) return api_error("bad_data", fmt::format("invalid parameter \"step\": {}", step.error()));
+  if (!step) return query_error("bad_data", fmt::format("invalid parameter \"step\": {}", step.error()));
   if (*step <= 0) {
-    return api_error("bad_data",
+    return query_error("bad_data",
                      "invalid parameter \"step\": zero or negative query resolution step widths are not accepted. Try a positive integer");
   }
   if ((bounds[1] - bounds[0]) / *step > static_cast<std::int64_t>(options_.max_points_per_series)) {
-    return api_error("bad_data", fmt::format("exceeded maximum resolution of {} points per timeseries. Try decreasing "
+    return query_error("bad_data", fmt::format("exceeded maximum resolution of {} points per timeseries. Try decreasing "
                                              "the query resolution (?step=XX)",
                                              with_thousands(options_.max_points_per_series)));
   }
   auto o = with_timeout(options_.engine, p);
-  if (!o) return api_error("bad_data", o.error());
+  if (!o) return query_error("bad_data", o.error());
   return query_result(promql::Engine(*o).range(data_, param(p, "query").value_or(""), bounds[0], bounds[1], *step));
 }
 
@@ -464,15 +464,15 @@ void append_string_list(std::string& out, const std::set<std::string>& items) {
 
 HttpResponse QueryApi::series(const Params& p) const {
   // Prometheus's order and words: match[] present, start, end, then match[] itself (named, here only).
-  if (params(p, "match[]").empty()) return api_error("bad_data", "no match[] parameter provided");
+  if (params(p, "match[]").empty()) return query_error("bad_data", "no match[] parameter provided");
   auto w = window(p);
-  if (!w) return api_error("bad_data", w.error());
+  if (!w) return query_error("bad_data", w.error());
   auto ms = matchers(p);
-  if (!ms) return api_error("bad_data", fmt::format("invalid parameter \"match[]\": {}", ms.error()));
+  if (!ms) return query_error("bad_data", fmt::format("invalid parameter \"match[]\": {}", ms.error()));
   std::set<store::Labels> found;
   for (const auto& m : *ms) {
     auto r = data_.select(m, w->start, w->end);
-    if (!r) return api_error("internal", r.error());
+    if (!r) return query_error("internal", r.error());
     for (auto& s : *r) found.insert(std::move(s.labels));
   }
   std::string out = R"({"status":"success","data":[)";
@@ -488,14 +488,14 @@ HttpResponse QueryApi::series(const Params& p) const {
 
 HttpResponse QueryApi::labels(const Params& p) const {
   auto w = window(p);
-  if (!w) return api_error("bad_data", w.error());
+  if (!w) return query_error("bad_data", w.error());
   auto ms = matchers(p);
-  if (!ms) return api_error("bad_data", ms.error());
+  if (!ms) return query_error("bad_data", ms.error());
   if (ms->empty()) ms->emplace_back();
   std::set<std::string> names;
   for (const auto& m : *ms) {
     auto r = data_.label_names(m, w->start, w->end);
-    if (!r) return api_error("internal", r.error());
+    if (!r) return query_error("internal", r.error());
     names.insert(r->begin(), r->end());
   }
   std::string out = R"({"status":"success","data":)";
@@ -505,16 +505,16 @@ HttpResponse QueryApi::labels(const Params& p) const {
 }
 
 HttpResponse QueryApi::label_values(std::string_view name, const Params& p) const {
-  if (!store::is_valid_label_name(name)) return api_error("bad_data", fmt::format("invalid label name: {}", promql::go_quote(name)));
+  if (!store::is_valid_label_name(name)) return query_error("bad_data", fmt::format("invalid label name: {}", promql::go_quote(name)));
   auto w = window(p);
-  if (!w) return api_error("bad_data", w.error());
+  if (!w) return query_error("bad_data", w.error());
   auto ms = matchers(p);
-  if (!ms) return api_error("bad_data", ms.error());
+  if (!ms) return query_error("bad_data", ms.error());
   if (ms->empty()) ms->emplace_back();
   std::set<std::string> values;
   for (const auto& m : *ms) {
     auto r = data_.label_values(std::string(name), m, w->start, w->end);
-    if (!r) return api_error("internal", r.error());
+    if (!r) return query_error("internal", r.error());
     values.insert(r->begin(), r->end());
   }
   std::string out = R"({"status":"success","data":)";

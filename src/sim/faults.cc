@@ -108,6 +108,7 @@ constexpr std::array kFunctionNames = std::to_array<std::string_view>({
     "gpuscopeSimGetCallCountByIndex",
     "gpuscopeSimGetCallCost",
     "gpuscopeSimGetInitFailure",
+    "gpuscopeSimUpdateSysfs",
 });
 
 // Lifecycle calls must work for a client to even see a fault, so "*" leaves them alone.

@@ -331,3 +331,17 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t gpuscopeSimGetHostname(char* name, unsigned int
   return node_call("gpuscopeSimGetHostname",
                    [&](Simulator& sim, double) { return copy_string(sim.scenario().node.hostname, name, length); });
 }
+
+GPUSCOPE_SIM_EXPORT nvmlReturn_t gpuscopeSimUpdateSysfs(char* root, unsigned int length) {
+  return node_call("gpuscopeSimUpdateSysfs", [&](Simulator& sim, double t) {
+    if (root == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    auto tree = sim.update_sysfs(t);
+    if (!tree) return NVML_ERROR_NOT_SUPPORTED;
+    if (!*tree) {
+      // Said once on stderr as the scenario's errors are; the caller sees UNKNOWN.
+      std::fprintf(stderr, "gpuscope-sim: %s\n", tree->error().c_str());
+      return NVML_ERROR_UNKNOWN;
+    }
+    return copy_string(**tree, root, length);
+  });
+}

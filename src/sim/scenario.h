@@ -31,10 +31,11 @@ enum class Profile {
   kStraggler,
   kGemm,
   kH2dCopy,
+  kCollectiveWait,
 };
-inline constexpr std::array<std::string_view, 13> kProfileNames{
+inline constexpr std::array<std::string_view, 14> kProfileNames{
     "idle",        "training",    "data_starved", "memory_bound", "no_tensor", "small_kernels", "inference_bursty",
-    "thermal_runaway", "memory_leak", "stalled",   "straggler",    "gemm",      "h2d_copy"};
+    "thermal_runaway", "memory_leak", "stalled",   "straggler",    "gemm",      "h2d_copy", "collective_wait"};
 inline std::string_view profile_name(Profile p) { return kProfileNames[static_cast<std::size_t>(p)]; }
 
 // data_starved: what the GPU waits for between compute bursts.
@@ -110,6 +111,34 @@ struct FaultSpec {
   unsigned times = 1;  // process_list_grows: how many probes see the list grow
 };
 
+// The node's fabric (`fabric:`): RDMA ports the simulator lays out as a sysfs tree (sim/sysfs_tree.h)
+// whose counters follow the scenario's time, read by the agent's unchanged fabric collector.
+// What a port does from `at_s` on, until its next phase: rates per second.
+struct FabricPhase {
+  double at_s = 0;
+  double transmit_bytes = 0;  // bytes/s sent (and, unless `receive` says otherwise, received)
+  double receive_bytes = 0;
+  double symbol_errors = 0;   // counters/symbol_error
+  double link_error_recovery = 0;
+  double receive_errors = 0;     // counters/port_rcv_errors
+  double transmit_discards = 0;  // counters/port_xmit_discards
+  double receive_drops = 0;      // hw_counters/out_of_buffer
+};
+
+struct FabricPortSpec {
+  std::string device;  // mlx5_0
+  unsigned port = 1;
+  std::vector<unsigned> gpus;  // behind the same PCIe switch
+  std::vector<FabricPhase> phases;   // sorted by at_s; phases[0].at_s == 0
+  std::vector<double> link_downs_s;  // each: link_downed + 1, the port down for kSimLinkDownSeconds
+};
+
+struct FabricSpec {
+  std::string link_layer = "InfiniBand";  // or Ethernet (RoCE)
+  std::string rate = "400 Gb/sec (4X NDR)";
+  std::vector<FabricPortSpec> ports;
+};
+
 enum class DriverProfile { kCurrent, kR535 };
 
 struct NodeSpec {
@@ -130,6 +159,7 @@ struct Scenario {
   std::vector<ProcessSpec> processes;
   std::vector<ScenarioEvent> events;  // sorted by time (stable)
   std::vector<FaultSpec> faults;
+  std::optional<FabricSpec> fabric;
   // What each call costs: a built-in profile (`cost_profile:`, env GPUSCOPE_SIM_COST_PROFILE wins),
   // then `call_costs:` entries replacing the profile's.
   std::string cost_profile = "none";

@@ -153,7 +153,7 @@ class Parser {
     if (!root.IsDefined() || root.IsNull()) throw ParseFailure{1, "empty scenario"};
     const Map top(root, "the scenario",
                   {"description", "seed", "start", "node", "gpus", "workload", "processes", "events", "faults",
-                   "cost_profile", "call_costs"});
+                   "fabric", "cost_profile", "call_costs"});
     if (auto v = top.get("description")) s_.description = scalar(*v, "description");
     if (auto v = top.get("seed")) s_.seed = uinteger(*v, "seed", 0, UINT64_MAX);
     if (auto v = top.get("start")) {
@@ -168,6 +168,7 @@ class Parser {
     if (auto v = top.get("processes")) parse_processes(*v);
     if (auto v = top.get("events")) parse_events(*v);
     if (auto v = top.get("faults")) parse_faults(*v);
+    if (auto v = top.get("fabric")) parse_fabric(*v);
     if (auto v = top.get("cost_profile")) {
       const std::string name = scalar(*v, "cost_profile");
       if (!cost_profile(name)) fail(*v, "unknown cost_profile '" + name + "' (known: " + cost_profile_names() + ")");
@@ -604,6 +605,95 @@ class Parser {
       if (auto v = m.get("for")) f.end_s = f.at_s + duration(*v, "for");
       s_.faults.push_back(std::move(f));
     }
+  }
+
+  // What a fabric phase sets; keys not given keep the previous phase's value.
+  void fabric_rates(const Map& m, FabricPhase& p) {
+    if (auto v = m.get("transmit")) p.transmit_bytes = p.receive_bytes = rate(*v, "transmit");
+    if (auto v = m.get("receive")) p.receive_bytes = rate(*v, "receive");
+    const auto per_second = [&](std::string_view key, double& out) {
+      if (auto v = m.get(key)) out = number(*v, key, 0, 1e9);
+    };
+    per_second("symbol_errors", p.symbol_errors);
+    per_second("link_error_recovery", p.link_error_recovery);
+    per_second("receive_errors", p.receive_errors);
+    per_second("transmit_discards", p.transmit_discards);
+    per_second("receive_drops", p.receive_drops);
+  }
+
+  void parse_fabric(const YAML::Node& n) {
+    const Map m(n, "fabric", {"link_layer", "rate", "transmit", "receive", "ports"});
+    FabricSpec f;
+    if (auto v = m.get("link_layer")) {
+      f.link_layer = scalar(*v, "link_layer");
+      if (f.link_layer != "InfiniBand" && f.link_layer != "Ethernet") {
+        fail(*v, "unknown link_layer '" + f.link_layer + "' (known: InfiniBand, Ethernet)");
+      }
+    }
+    if (auto v = m.get("rate")) {
+      f.rate = scalar(*v, "rate");
+      double gbps = 0;
+      const auto [ptr, ec] = std::from_chars(f.rate.data(), f.rate.data() + f.rate.size(), gbps);
+      if (ec != std::errc{} || gbps <= 0 || !std::string_view(ptr).starts_with(" Gb/sec")) {
+        fail(*v, "rate must read as sysfs writes it, e.g. '400 Gb/sec (4X NDR)', not '" + f.rate + "'");
+      }
+    }
+    FabricPhase base;
+    fabric_rates(m, base);
+    const YAML::Node ports = m.require("ports", "fabric");
+    if (!ports.IsSequence() || ports.size() == 0 || ports.size() > 32) fail(ports, "fabric.ports must list 1-32 ports");
+    std::vector<int> switch_of(gpu_count(), -1);  // the port (its first) whose switch each GPU is behind
+    for (const auto& item : ports) {
+      const Map pm(item, "a fabric port",
+                   {"device", "port", "gpus", "transmit", "receive", "symbol_errors", "link_error_recovery",
+                    "receive_errors", "transmit_discards", "receive_drops", "timeline", "link_downs"});
+      FabricPortSpec p;
+      const YAML::Node device = pm.require("device", "a fabric port");
+      p.device = scalar(device, "device");
+      if (p.device.empty() || p.device.size() > 32 ||
+          p.device.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
+        fail(device, "a fabric port's device must be 1-32 lowercase letters, digits or '_' (mlx5_0)");
+      }
+      if (auto v = pm.get("port")) p.port = static_cast<unsigned>(uinteger(*v, "port", 1, 255));
+      for (const FabricPortSpec& other : f.ports) {
+        if (other.device == p.device && other.port == p.port) fail(device, "port " + p.device + "/" + std::to_string(p.port) + " listed twice");
+      }
+      if (pm.has("gpus")) p.gpus = gpu_selection(pm);
+      std::sort(p.gpus.begin(), p.gpus.end());
+      // One PCIe switch per set of GPUs: ports naming the same GPUs share it; a GPU behind two is a typo.
+      const int me = static_cast<int>(f.ports.size());
+      for (unsigned g : p.gpus) {
+        if (g / 8 != p.gpus.front() / 8) fail(*pm.get("gpus"), "the GPUs behind one PCIe switch must be in one PCI domain (0-7, 8-15, ...)");
+        const int other = switch_of[g];
+        if (other >= 0 && f.ports[static_cast<std::size_t>(other)].gpus != p.gpus) {
+          fail(*pm.get("gpus"), "gpu " + std::to_string(g) + " is behind two PCIe switches (ports with other GPU lists)");
+        }
+        if (other < 0) switch_of[g] = me;
+      }
+      FabricPhase first = base;
+      fabric_rates(pm, first);
+      p.phases.push_back(first);
+      if (auto v = pm.get("timeline")) {
+        if (!v->IsSequence()) fail(*v, "a fabric port's timeline must be a list of {at: ..., ...}");
+        for (const auto& step : *v) {
+          const Map sm(step, "a fabric port's timeline entry",
+                       {"at", "transmit", "receive", "symbol_errors", "link_error_recovery", "receive_errors",
+                        "transmit_discards", "receive_drops"});
+          FabricPhase ph = p.phases.back();
+          ph.at_s = duration(sm.require("at", "a fabric port's timeline entry"), "at");
+          if (ph.at_s <= p.phases.back().at_s) fail(step, "a fabric port's timeline must go forward in time");
+          fabric_rates(sm, ph);
+          p.phases.push_back(ph);
+        }
+      }
+      if (auto v = pm.get("link_downs")) {
+        if (!v->IsSequence()) fail(*v, "link_downs must be a list of times (14m)");
+        for (const auto& t : *v) p.link_downs_s.push_back(duration(t, "link_downs"));
+        std::sort(p.link_downs_s.begin(), p.link_downs_s.end());
+      }
+      f.ports.push_back(std::move(p));
+    }
+    s_.fabric = std::move(f);
   }
 
   // `4ms` (CPU only) or {cpu: 0.8ms, blocked: 20ms}; a field adds `shared: NAME`.

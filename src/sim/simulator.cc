@@ -183,6 +183,19 @@ EventSet* Simulator::find(nvmlEventSet_t handle) {
 
 bool Simulator::free_event_set(nvmlEventSet_t handle) { return event_sets_.erase(handle) == 1; }
 
+std::optional<std::expected<std::string, std::string>> Simulator::update_sysfs(double t) {
+  if (!scenario_.fabric) return std::nullopt;
+  if (!sysfs_) {
+    std::vector<GpuIdentity> ids;
+    for (const auto& d : devices_) ids.push_back(d->identity);
+    auto made = SysfsTree::create(scenario_, ids);
+    if (!made) return std::unexpected(made.error());
+    sysfs_ = std::move(*made);
+  }
+  if (auto written = sysfs_->write_at(t); !written) return std::unexpected(written.error());
+  return sysfs_->root();
+}
+
 nvmlGpmSample_t Simulator::alloc_gpm_sample() {
   auto sample = std::make_unique<GpmSample>();
   const auto handle = reinterpret_cast<nvmlGpmSample_t>(sample.get());

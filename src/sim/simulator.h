@@ -20,6 +20,7 @@
 #include "sim/process_table.h"
 #include "sim/scenario.h"
 #include "sim/sim_clock.h"
+#include "sim/sysfs_tree.h"
 
 namespace gpuscope::sim {
 
@@ -96,6 +97,10 @@ class Simulator {
   bool free_event_set(nvmlEventSet_t handle);
   std::span<const DeliverableEvent> events() const { return events_; }
 
+  // The scenario's fabric as a sysfs tree (made on the first call, removed with the simulator), its
+  // counters brought to scenario time `t`; its root. NOT_SUPPORTED-worthy (nullopt) without `fabric:`.
+  std::optional<std::expected<std::string, std::string>> update_sysfs(double t);
+
   nvmlGpmSample_t alloc_gpm_sample();
   GpmSample* find(nvmlGpmSample_t handle);
   bool free_gpm_sample(nvmlGpmSample_t handle);
@@ -112,6 +117,7 @@ class Simulator {
   std::vector<DeliverableEvent> events_;
   std::unordered_map<nvmlEventSet_t, std::unique_ptr<EventSet>> event_sets_;
   std::unordered_map<nvmlGpmSample_t, std::unique_ptr<GpmSample>> gpm_samples_;
+  std::unique_ptr<SysfsTree> sysfs_;
 };
 
 }  // namespace gpuscope::sim

@@ -57,6 +57,15 @@ constexpr BusyShape kInference{.sm = 0.55, .gr = 0.65, .occupancy = 0.25, .tenso
                                .fp32 = 0.05, .fp16 = 0.20, .integer = 0.10, .pcie_rx_mibps = 800,
                                .pcie_tx_mibps = 300, .nvlink_share = 0, .util = 0.85};
 
+// NCCL's collectives while the GPU waits on them: their kernels stay resident (the GR engine busy) on the
+// few SMs of their channels (16 of 132 on an H100) while data crosses NVLink and, for the node's other
+// peers, PCIe to the NIC (GPUDirect RDMA). A collective_wait cell mixes kCollectiveComputeShare of
+// training with the rest of such waiting: sub-second steps, as the 1 s means see them.
+constexpr BusyShape kCollective{.sm = 0.08, .gr = 0.97, .occupancy = 0.01, .tensor = 0, .dram = 0.04, .fp64 = 0,
+                                .fp32 = 0.005, .fp16 = 0.005, .integer = 0.02, .pcie_rx_mibps = 3000,
+                                .pcie_tx_mibps = 3000, .nvlink_share = 0.15, .util = 1.0};
+constexpr double kCollectiveComputeShare = 0.25;
+
 constexpr double kH2dRxLinkShare = 0.88;   // measured: 55.5 GB/s on a gen5 x16 link (63 GB/s)
 constexpr double kH2dTxLinkShare = 0.053;  // completions and flow control going back: 3.3 GB/s
 constexpr double kCpuStarvedDuty = kCpuStarved.sm / kGemm.sm;
@@ -183,6 +192,25 @@ Activity workload_activity(const WorkloadSpec& spec, double phase_elapsed_s, std
       shape.occupancy *= decay;
       shape.pcie_rx_mibps = 300;
       return make_busy(shape, level, cell, model, noise);
+    }
+    case Profile::kCollectiveWait: {
+      // `level` is the share of the step the GPU computes (default kCollectiveComputeShare).
+      const double compute = spec.level != 1.0 ? std::clamp(spec.level, 0.0, 1.0) : kCollectiveComputeShare;
+      const auto mix = [&](double busy, double waiting) { return compute * busy + (1 - compute) * waiting; };
+      const BusyShape shape{.sm = mix(kTraining.sm, kCollective.sm),
+                            .gr = mix(kTraining.gr, kCollective.gr),
+                            .occupancy = mix(kTraining.occupancy, kCollective.occupancy),
+                            .tensor = mix(kTraining.tensor, kCollective.tensor),
+                            .dram = mix(kTraining.dram, kCollective.dram),
+                            .fp64 = 0,
+                            .fp32 = mix(kTraining.fp32, kCollective.fp32),
+                            .fp16 = mix(kTraining.fp16, kCollective.fp16),
+                            .integer = mix(kTraining.integer, kCollective.integer),
+                            .pcie_rx_mibps = mix(kTraining.pcie_rx_mibps, kCollective.pcie_rx_mibps),
+                            .pcie_tx_mibps = mix(kTraining.pcie_tx_mibps, kCollective.pcie_tx_mibps),
+                            .nvlink_share = mix(kTraining.nvlink_share, kCollective.nvlink_share),
+                            .util = 1.0};
+      return make_busy(shape, 1.0, cell, model, noise);
     }
     case Profile::kInferenceBursty: {
       const double gap = spec.period_s > 0 ? spec.period_s : kBurstGapS;

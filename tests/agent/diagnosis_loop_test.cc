@@ -260,6 +260,47 @@ TEST_F(DiagnosisLoopTest, EvaluatesFromTheRecentWindowAndLooksBackOnlyInTheHisto
   loop.stop();
 }
 
+// The fabric's series come from the source set for them (the agent's RecentWindow of them): GPU 1 waits
+// at the collectives while mlx5_1 behind its switch counts symbol errors, and its verdict is the
+// network's; the history is not read for them either.
+TEST_F(DiagnosisLoopTest, AWaitingGpuWhoseNicCountsErrorsGetsTheNetworkVerdictFromTheFabricSource) {
+  const std::int64_t now = clock_.unix_ms();
+  for (int s = 60; s >= 0; --s) {
+    reading(now - s * 1000, 0, 0.95, 0.25);
+    reading(now - s * 1000, 1, 0.95, 0.25);
+  }
+  store::Head fabric;
+  for (int s = 300; s >= 0; s -= 10) {
+    const std::int64_t t = now - s * 1000;
+    for (int port = 0; port < 2; ++port) {
+      const auto labels = [&](std::string_view name, std::vector<store::Label> extra) {
+        std::vector<store::Label> l = {{"__name__", std::string(name)}, {"device", "mlx5_" + std::to_string(port)},
+                                       {"port", "1"},  {"source", "rdma"}, {"link_layer", "InfiniBand"},
+                                       {"gpu", std::to_string(port)}, {"Hostname", "node-1"}};
+        l.insert(l.end(), extra.begin(), extra.end());
+        return store::Labels(l);
+      };
+      ASSERT_TRUE(fabric.append(labels("gpuscope_fabric_port_up", {}), t, 1));
+      ASSERT_TRUE(fabric.append(labels("gpuscope_fabric_transmit_bytes_total", {}), t, 20e9 * (300 - s)));
+      ASSERT_TRUE(fabric.append(labels("gpuscope_fabric_errors_total", {{"kind", "symbol"}}), t,
+                                port == 1 ? 30.0 * (300 - s) : 0.0));
+    }
+  }
+  WatchedSource history(head_), fabric_source(fabric);
+  DiagnosisLoop loop(history, history, appender_, options(), clock_, log_);
+  loop.set_fabric_source(&fabric_source);
+  loop.start(nullptr);
+  ASSERT_TRUE(loop.wait_for_first(10s));
+  const auto& gpus = loop.latest()->diagnosis->gpus;
+  ASSERT_EQ(gpus.size(), 2u);
+  EXPECT_EQ(gpus[0].verdict, analysis::Verdict::kLaunchBound);
+  EXPECT_EQ(gpus[1].verdict, analysis::Verdict::kNetworkBound);
+  EXPECT_EQ(gpus[1].detail, "mlx5_1/1");
+  EXPECT_EQ(fabric_source.threads().size(), 1u) << "one read of the fabric per evaluation";
+  loop.stop();
+  EXPECT_EQ(samples("gpuscope_diagnosis_info", "network_bound").size(), 1u);
+}
+
 TEST_F(DiagnosisLoopTest, ADiagnosisThatHangsNeverDelaysAReading) {
   idle_history(40, {0});
   WatchedSource source(head_);

@@ -92,6 +92,14 @@ std::vector<ScenarioCase> cases() {
       {"unhealthy_node.yaml",
        {{"GpuPcieLinkWidthDegraded", "3", 5}, {"GpuPcieLinkGenDegraded", "3", 10}, {"GpuIdleMemoryHeld", "5", 10},
         {"GpuIdle", "4", 30}}},
+      // mlx5_6 (behind GPUs 6 and 7: its alerts' gpu label) degrades at 8m: it flaps at 15m (and 24m), its
+      // error and drop rates hold for `for: 10m`, its 5m transmit rate falls under half the rails' median at
+      // ~12m, then `for`. GPU 6 waits at the collectives: the straggler by the work it does. Its verdict is
+      // the network's, not waiting on the host, so GpuHostBound stays quiet.
+      {"fabric_degrading.yaml",
+       {{"FabricLinkFlapped", "6,7", 15}, {"FabricPortErrors", "6,7", 19}, {"FabricPortDrops", "6,7", 19},
+        {"FabricNetworkStraggler", "6,7", 22}, {"GpuStraggler", "6", 29}},
+       "40m"},
       // Healthy or not an alerting matter: nothing fires.
       {"driver_r535.yaml", {}},
       {"memory_bound.yaml", {}},
@@ -167,6 +175,38 @@ TEST(Backtest, MemoryLeakIsReportedAtTheScenariosRateAndNotForAJobStart) {
         << "at " << e["offset_seconds"] << " s";
   }
   EXPECT_EQ(on_gpu0, 2);  // pending, then firing
+}
+
+// The degrading port's alerts name it and each error kind the scenario makes it count; its 5-second link
+// downs never hold for FabricPortDown's 2 minutes; and GPU 6's verdict is the network's from the first
+// diagnosis that sees the errors.
+TEST(Backtest, ADegradingFabricPortAlertsPerKindAndGivesItsGpuTheNetworkVerdict) {
+  auto r = run_command({kExe, "backtest", "--scenario", scenario("fabric_degrading.yaml"), "--duration", "20m",
+                        "--format", "json"},
+                       {}, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json report = json::parse(r.out);
+  std::set<std::string> kinds;
+  for (const json& e : report["events"]) {
+    const std::string name = e["alertname"];
+    if (!name.starts_with("Fabric")) continue;
+    EXPECT_EQ(e["labels"]["device"], "mlx5_6") << e.dump();
+    EXPECT_EQ(e["labels"]["gpu"], "6,7") << e.dump();
+    if (name == "FabricPortErrors" && e["state"] == "firing") kinds.insert(e["labels"]["kind"].get<std::string>());
+    EXPECT_FALSE(name == "FabricPortDown" && e["state"] == "firing") << e.dump();
+  }
+  EXPECT_EQ(kinds, (std::set<std::string>{"link_error_recovery", "symbol"}));
+  const json* first_network = nullptr;
+  for (const json& v : report["verdicts"]) {
+    if (v["verdict"] != "network_bound") continue;
+    EXPECT_EQ(v["gpu"], "6") << v.dump();
+    if (first_network == nullptr) first_network = &v;
+  }
+  ASSERT_NE(first_network, nullptr) << report["verdicts"].dump();
+  EXPECT_EQ((*first_network)["detail"], "mlx5_6/1");
+  // The port starts failing at 8m; the diagnosis runs every 30 s and needs two fabric readings with errors.
+  EXPECT_GE((*first_network)["offset_seconds"].get<double>(), 8 * 60);
+  EXPECT_LE((*first_network)["offset_seconds"].get<double>(), 9 * 60);
 }
 
 TEST(Backtest, TableOutputAndErrors) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -125,6 +126,47 @@ TEST(FabricE2e, SimulatedGpusReadNoFabricUnlessATreeIsNamedAndNoFabricTurnsItOff
   Agent off({"--simulate=" + scenario("demo.yaml"), "serve", "--listen", "127.0.0.1:0", "--no-fabric"}, env);
   ASSERT_TRUE(off.ready()) << off.process->output();
   EXPECT_EQ(off.metrics().find("gpuscope_fabric_"), std::string::npos);
+}
+
+// The scenario's own fabric (fabric_degrading.yaml: 8 NDR rails, mlx5_6 failing from 8m) comes out of
+// `serve --simulate` with no tree named: the simulated driver lays it out, the collector reads it, and the
+// ports carry the GPUs of the switch the scenario put them behind.
+TEST(FabricE2e, AScenariosFabricIsReadUnderSimulateWithItsPcieLocality) {
+  TempDir dir;
+  auto env = frozen_env(600);
+  env["TMPDIR"] = dir.path.string();  // where the simulated driver makes its tree
+  const auto trees = [&] {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(dir.path)) n += e.path().filename().string().starts_with("gpuscope-sim-sysfs-");
+    return n;
+  };
+  Agent agent({"--simulate=" + scenario("fabric_degrading.yaml"), "serve", "--listen", "127.0.0.1:0"}, env);
+  ASSERT_TRUE(agent.ready()) << agent.process->output();
+  EXPECT_EQ(trees(), 1);
+  const std::string m = metrics_until(agent, [](const std::string& text) {
+    return text.find("gpuscope_fabric_errors_total") != std::string::npos;
+  });
+  for (int i = 0; i < 8; ++i) {
+    const std::string near = std::to_string(i / 2 * 2) + "," + std::to_string(i / 2 * 2 + 1);
+    EXPECT_NE(line_of(m, "gpuscope_fabric_port_up", {"device=\"mlx5_" + std::to_string(i) + "\"", "gpu=\"" + near + "\"",
+                                                      "Hostname=\"fabric-h100-01\"", "link_layer=\"InfiniBand\""}),
+              "")
+        << "mlx5_" << i << " near GPUs " << near << "\n" << m;
+  }
+  // 10 minutes in: mlx5_6 has counted 20 symbol errors a second since 8m, its peers none.
+  const std::string bad = line_of(m, "gpuscope_fabric_errors_total", {"device=\"mlx5_6\"", "kind=\"symbol\""});
+  ASSERT_NE(bad, "") << m;
+  EXPECT_EQ(value_of(bad), 120.0 * 20);
+  const std::string good = line_of(m, "gpuscope_fabric_errors_total", {"device=\"mlx5_7\"", "kind=\"symbol\""});
+  ASSERT_NE(good, "") << m;
+  EXPECT_EQ(value_of(good), 0.0);
+  // 22 GB/s for 8 minutes, then 6 GB/s: bytes, not the PMA's 4-octet words.
+  const std::string sent = line_of(m, "gpuscope_fabric_transmit_bytes_total", {"device=\"mlx5_6\""});
+  ASSERT_NE(sent, "") << m;
+  EXPECT_EQ(value_of(sent), 480.0 * 22e9 + 120.0 * 6e9);
+  // A clean stop (nvmlShutdown) takes the tree away.
+  EXPECT_EQ(agent.process->signal_and_wait(SIGTERM, 10s), 0) << agent.process->output();
+  EXPECT_EQ(trees(), 0);
 }
 
 }  // namespace

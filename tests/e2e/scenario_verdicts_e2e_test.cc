@@ -73,6 +73,12 @@ std::vector<VerdictCase> verdict_cases() {
       {"unhealthy_node.yaml", "10m",
        {{"0", 5, "compute_bound"}, {"1", 5, "unhealthy"}, {"2", 5, "unknown"}, {"3", 5, "compute_bound"},
         {"4", 5, "idle"}, {"5", 5, "idle"}}},
+      // mlx5_6 fails from 8m; GPU 6 waits at the collectives from then on (launch bound by its shape), and the
+      // port behind its switch counting errors makes that the network's doing; GPU 7 behind the same switch
+      // computes; GPU 0's rails are clean.
+      {"fabric_degrading.yaml", "20m",
+       {{"6", 5, "compute_bound"}, {"6", 12, "network_bound", "mlx5_6/1", {"imbalance_busy"}}, {"6", 19, "network_bound"},
+        {"7", 12, "compute_bound"}, {"0", 12, "compute_bound"}}},
       {"mixed_a100.yaml", "10m", {{"0", 5, "compute_bound"}, {"4", 5, "unknown"}, {"6", 5, "unknown"}}},
       {"inference_bursty.yaml", "20m", {{"1", 15, "input_starved", "CPU side"}}},
       {"golden.yaml",

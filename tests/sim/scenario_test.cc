@@ -241,6 +241,15 @@ TEST(BadScenarios, InitFailsWithFileLineAndReason) {
       {g + "workload:\n  profile: {profile: data_starved, source: disk}\n",
        {"", 5, "unknown source 'disk' (known: pcie, cpu)"}},
       {g + "workload:\n  profile: {profile: training, source: cpu}\n", {"", 5, "source applies to the data_starved"}},
+      {g + "fabric:\n  link_layer: OmniPath\n  ports: [{device: hfi1_0}]\n", {"", 5, "unknown link_layer 'OmniPath'"}},
+      {g + "fabric:\n  rate: 400G\n  ports: [{device: mlx5_0}]\n", {"", 5, "rate must read as sysfs writes it"}},
+      {g + "fabric:\n  ports:\n    - {device: mlx5_0, gpus: [0]}\n    - {device: mlx5_1, gpus: [0, 1]}\n",
+       {"", 7, "gpu 0 is behind two PCIe switches"}},
+      {g + "fabric:\n  ports:\n    - device: mlx5_0\n      timeline:\n        - {at: 5m}\n        - {at: 1m}\n",
+       {"", 9, "timeline must go forward"}},
+      {g + "fabric:\n  ports:\n    - {device: MLX 0}\n", {"", 6, "device must be 1-32 lowercase"}},
+      {g + "fabric:\n  ports:\n    - {device: mlx5_0, symbol_errors: many}\n", {"", 6, "symbol_errors must be a number"}},
+      {g + "fabric:\n  transmit: 22GB\n  ports: [{device: mlx5_0}]\n", {"", 5, "bad rate '22GB'"}},
   };
   for (const auto& [yaml, expected] : cases) {
     SCOPED_TRACE(yaml);
