@@ -113,13 +113,16 @@ std::expected<TraceOptions, ParseExit> parse_trace_args(std::span<const std::str
                   "(ns), as nsys stats --report cuda_gpu_kern_sum prints them")
       ->type_name("REPORT");
   app->add_flag("--detail", options.detail, "with several ranks, print every rank's full report after the table");
-  // Issue 22: per-step rows and kernel sequences.
+  // Per-step rows and kernel sequences.
   std::string sequence_length = "8";
+  app->add_flag("--exclude-last-step", options.analysis.analysis.exclude_last_step,
+                "leave the last ProfilerStep out of the step statistics, per-step rows and critical paths, as HTA does "
+                "by default (to compare figures with HTA's)");
   app->add_flag("--drop-incomplete", options.analysis.analysis.drop_incomplete_steps,
                 "leave out of the per-step rows a first or last step the profiler window cut (the report names them)");
   app->add_option("--sequence-length", sequence_length, "longest repeated kernel sequence to look for (2-64, default 8)")
       ->type_name("N");
-  // Issue 22: counters over time.
+  // Counters over time.
   std::string max_queue = "1024";
   app->add_option("--augment", options.augment,
                   "also write the trace (one file, or --rank R of a directory) with counter tracks for chrome://tracing and "

@@ -412,7 +412,8 @@ std::string_view path_element_kind_name(PathElementKind kind) {
   return "cpu";
 }
 
-CriticalPathReport critical_paths(const RankTimeline& timeline, const CpuNesting& nesting, std::size_t top, bool keep_spans) {
+CriticalPathReport critical_paths(const RankTimeline& timeline, const CpuNesting& nesting, std::size_t top, bool keep_spans,
+                                  std::int64_t skip_step_start) {
   CriticalPathReport report;
   struct StepWindow {
     std::int64_t start, end;
@@ -420,7 +421,8 @@ CriticalPathReport critical_paths(const RankTimeline& timeline, const CpuNesting
   };
   std::vector<StepWindow> steps;
   for (const CpuEvent& e : timeline.cpu_events) {
-    if (e.kind == CpuEventKind::kUserAnnotation && std::string_view(timeline.names[e.name_id]).starts_with(kStepPrefixCp)) {
+    if (e.kind == CpuEventKind::kUserAnnotation && e.start_ns != skip_step_start &&
+        std::string_view(timeline.names[e.name_id]).starts_with(kStepPrefixCp)) {
       steps.push_back(StepWindow{e.start_ns, e.end_ns(), e.name_id});
     }
   }

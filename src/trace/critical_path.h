@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -86,8 +87,10 @@ struct CriticalPathReport {
 };
 
 // Reads the timeline only. `top`: elements kept per step and overall; `keep_spans`: every element of
-// every path too.
+// every path too; the step annotation starting at `skip_step_start` (the one left out by
+// AnalysisOptions::exclude_last_step) gets no path.
 CriticalPathReport critical_paths(const RankTimeline& timeline, const CpuNesting& nesting, std::size_t top,
-                                  bool keep_spans = false);
+                                  bool keep_spans = false,
+                                  std::int64_t skip_step_start = std::numeric_limits<std::int64_t>::min());
 
 }  // namespace gpuscope::trace

@@ -171,7 +171,15 @@ void per_step_text(std::string& out, const RankReport& r, std::size_t max_rows) 
   for (std::size_t i = 0; i < p.dropped.size(); ++i) {
     fmt::format_to(o, "  dropped step {}: {}\n", extras_step_name(p.dropped[i]), p.dropped[i].incomplete);
   }
-  fmt::format_to(o, "  The step statistics above count all {} steps; HTA leaves out the last by default.\n", r.steps.count);
+  if (r.steps.last_excluded) {
+    fmt::format_to(o, "  The last step{} is left out of the step statistics, these rows and the critical path, as HTA does "
+                      "(--exclude-last-step).\n",
+                   r.steps.excluded_number ? fmt::format(" (#{})", *r.steps.excluded_number) : std::string());
+  } else {
+    fmt::format_to(o, "  The step statistics above count all {} steps; HTA leaves out the last by default "
+                      "(--exclude-last-step does too).\n",
+                   r.steps.count);
+  }
 }
 
 json idle_intervals_json(const IdleIntervalsReport& r) {
@@ -226,8 +234,9 @@ json per_step_json(const RankReport& r) {
               {"drop_incomplete", p.drop_incomplete},
               {"dropped", dropped},
               {"unattributed_activities", p.unattributed},
-              // The rank's "steps" statistics count every ProfilerStep; HTA drops the last by default.
-              {"step_statistics_convention", "all_steps"}};
+              // The rank's "steps" statistics count every ProfilerStep, or all but the last as HTA does.
+              {"step_statistics_convention", r.steps.last_excluded ? "last_step_excluded" : "all_steps"},
+              {"excluded_step", r.steps.excluded_number ? json(*r.steps.excluded_number) : json(nullptr)}};
 }
 
 }  // namespace gpuscope::trace

@@ -282,6 +282,19 @@ RankReport analyze_rank(RankTimeline& timeline, const AnalysisOptions& options) 
     report.span_end_ns = timeline.last_ns;
   }
 
+  std::int64_t excluded_step_start = std::numeric_limits<std::int64_t>::min();
+  if (options.exclude_last_step && !timeline.steps.empty()) {
+    const auto last = std::max_element(timeline.steps.begin(), timeline.steps.end(),
+                                       [](const Interval& a, const Interval& b) { return a.start < b.start; });
+    const auto index = last - timeline.steps.begin();
+    excluded_step_start = last->start;
+    report.steps.last_excluded = true;
+    if (timeline.step_numbers.size() == timeline.steps.size()) {
+      report.steps.excluded_number = timeline.step_numbers[static_cast<std::size_t>(index)];
+      timeline.step_numbers.erase(timeline.step_numbers.begin() + index);
+    }
+    timeline.steps.erase(last);
+  }
   if (!timeline.steps.empty()) {
     std::int64_t sum = 0;
     for (const Interval& s : timeline.steps) {
@@ -358,7 +371,7 @@ RankReport analyze_rank(RankTimeline& timeline, const AnalysisOptions& options) 
   // Issue 22, the CPU side: ops and annotations by the GPU time they launched, and each step's critical path.
   const CpuNesting nesting = nest_cpu_events(timeline);
   report.ops = attribute_ops(timeline, nesting);
-  report.critical_path = critical_paths(timeline, nesting, options.top, options.critical_path_spans);
+  report.critical_path = critical_paths(timeline, nesting, options.top, options.critical_path_spans, excluded_step_start);
   return report;
 }
 

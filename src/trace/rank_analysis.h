@@ -13,8 +13,11 @@ struct AnalysisOptions {
   std::int64_t kernel_wait_threshold_ns = 30'000;  // HTA's default: shorter gaps are kernel wait
   std::int64_t short_kernel_threshold_ns = 10'000;
   std::size_t top = 10;
-  // Issue 22: per-step rows, idle intervals, kernel sequences.
-  bool drop_incomplete_steps = false;   // leave out a first or last step the profiler window cut
+  // Per-step rows, idle intervals, kernel sequences.
+  bool drop_incomplete_steps = false;
+  // HTA's convention: the last ProfilerStep (by start) is left out of the step statistics, the per-step
+  // rows and the critical paths (its GPU work still counts everywhere else).
+  bool exclude_last_step = false;   // leave out a first or last step the profiler window cut
   std::size_t max_sequence_length = 8;  // kernel sequences of 2 to this many kernels
   std::size_t sequence_top = 5;
   std::size_t explained_gaps = 3;       // the longest idle gaps, with what the CPU did meanwhile

@@ -131,6 +131,9 @@ struct StepStats {
   // The profiler's step counter (ProfilerStep#N): ranks of one profiling window count the same steps.
   std::optional<std::int64_t> first_number;
   std::optional<std::int64_t> last_number;
+  // With AnalysisOptions::exclude_last_step, the step left out (its number when it has one).
+  bool last_excluded = false;
+  std::optional<std::int64_t> excluded_number;
 };
 
 struct RankReport {

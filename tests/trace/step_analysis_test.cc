@@ -68,6 +68,35 @@ TEST(StepAnalysis, RowsFollowFromTheConstruction) {
   EXPECT_EQ(p.rows[0].host_wait_ns + p.rows[1].host_wait_ns + p.rows[2].host_wait_ns, r.devices.at(0).idle.host_wait_ns);
 }
 
+TEST(StepAnalysis, ExcludeLastStepFollowsHtasConventionEverywhereStepsCount) {
+  const RankReport all = analyze_text(step_three_steps().json());
+  ASSERT_EQ(all.critical_path.steps.size(), 3u);
+  EXPECT_FALSE(all.steps.last_excluded);
+  EXPECT_EQ(per_step_json(all)["step_statistics_convention"], "all_steps");
+
+  AnalysisOptions options;
+  options.exclude_last_step = true;
+  const RankReport r = analyze_text(step_three_steps().json(), {}, options);
+  EXPECT_EQ(r.steps.count, 2u);
+  EXPECT_EQ(r.steps.mean_ns, 100 * step_us);
+  EXPECT_EQ(r.steps.last_number, 2);
+  EXPECT_TRUE(r.steps.last_excluded);
+  EXPECT_EQ(r.steps.excluded_number, 3);
+  ASSERT_EQ(r.per_step.rows.size(), 2u);
+  EXPECT_EQ(r.per_step.rows[1].number, 2);
+  ASSERT_EQ(r.critical_path.steps.size(), 2u);
+  EXPECT_EQ(r.critical_path.steps[0].step, "ProfilerStep#1");
+  EXPECT_EQ(r.critical_path.steps[1].step, "ProfilerStep#2");
+  // The excluded step's GPU work still counts where steps do not: busy time is the whole trace's.
+  EXPECT_EQ(r.devices.at(0).busy_ns, all.devices.at(0).busy_ns);
+  const auto j = per_step_json(r);
+  EXPECT_EQ(j["step_statistics_convention"], "last_step_excluded");
+  EXPECT_EQ(j["excluded_step"], 3);
+  std::string text;
+  per_step_text(text, r, 10);
+  EXPECT_NE(text.find("The last step (#3) is left out"), std::string::npos) << text;
+}
+
 TEST(StepAnalysis, DropIncompleteLeavesOutTheCutStepAndSaysSo) {
   AnalysisOptions options;
   options.drop_incomplete_steps = true;
