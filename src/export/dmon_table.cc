@@ -24,7 +24,10 @@ struct DmonColumn {
 
 namespace {
 
-constexpr int kWidth = 5;
+// nvidia-smi 580's layout: the index in 5 columns, then each value right-aligned in 6 after a space, and
+// a space at the end of every line (../shared/reference/real-h100/nvidia-smi/dmon_all.txt).
+constexpr int kIndexWidth = 5;
+constexpr int kWidth = 6;
 
 std::optional<double> field(const GpuSample& s, FieldId id) {
   if (!s.up) return std::nullopt;
@@ -117,17 +120,20 @@ std::string DmonTable::header() const {
     names += fmt::format(" {:>{}}", c->name, kWidth);
     units += fmt::format(" {:>{}}", c->unit_label, kWidth);
   }
-  return names + "\n" + units + "\n";
+  return names + " \n" + units + " \n";
 }
 
 std::string DmonTable::row(const GpuView& now, const model::GpuSample* previous, std::chrono::nanoseconds interval) const {
-  std::string line = fmt::format("{:>{}}", now.info.index, kWidth);
+  std::string line = fmt::format("{:>{}}", now.info.index, kIndexWidth);
   for (const auto* c : columns_) {
     auto v = c->read(now.sample, previous, interval);
+    // The violation columns need two readings; on the first row nvidia-smi prints 0 for them, not "-"
+    // (the JSON row leaves them out: nothing was measured yet).
+    if (!v && previous == nullptr && c->group == 'v' && now.sample.up) v = 0.0;
     // Wider numbers (an H200's 143771 MiB) push the row right rather than lose digits, as nvidia-smi does.
     line += v ? fmt::format(" {:>{}}", std::llround(*v), kWidth) : fmt::format(" {:>{}}", "-", kWidth);
   }
-  line += '\n';
+  line += " \n";
   return line;
 }
 
