@@ -151,20 +151,6 @@ TEST(CpuEvents, CompactThreadIdsKeepLinuxIdsAndFoldLargeOnes) {
   EXPECT_NE(big, compact_tid(std::int64_t{0x100000000} + 6));
 }
 
-// Runs a Python 3 program (stdlib only) on `path` and returns what it prints; empty when there is no
-// python3 to run.
-std::string run_cpu_events_python(const std::string& program, const std::string& path) {
-  testing::TempDir dir;
-  const std::string file = dir.write("expected.py", program);
-  std::string result;
-  if (std::FILE* pipe = ::popen(("python3 " + file + " " + path + " 2>/dev/null").c_str(), "r")) {
-    char buffer[4096];
-    while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) result.append(buffer, n);
-    ::pclose(pipe);
-  }
-  return result;
-}
-
 // Counted again in Python from json.load: per (kind, tid), the number of events and their summed
 // duration in integer nanoseconds (Decimal, so that Kineto's microsecond decimals convert exactly).
 constexpr const char* kCpuEventsPython = R"(
@@ -201,7 +187,7 @@ TEST(CpuEvents, RealTracesCountedAsPythonCountsThem) {
        {testing::conformance_trace("trace_diff__control__control.json.gz"),
         std::string(GPUSCOPE_SOURCE_DIR "/../shared/reference/real-h100/trace_launch_bound.json.gz"),
         std::string(GPUSCOPE_SOURCE_DIR "/../shared/reference/real-h100/trace_compute_bound.json.gz")}) {
-    const std::string expected = run_cpu_events_python(kCpuEventsPython, path);
+    const std::string expected = testing::python_program_output(kCpuEventsPython, path);
     if (expected.empty()) GTEST_SKIP() << "no python3 to compute the expected figures";
     auto reader = TraceByteReader::open(path);
     ASSERT_TRUE(reader.has_value());

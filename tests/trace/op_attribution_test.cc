@@ -140,18 +140,6 @@ TEST(OpAttribution, BadInputGivesCountsNotACrash) {
   EXPECT_TRUE(empty.annotations.empty());
 }
 
-std::string run_ops_python(const std::string& program, const std::string& path) {
-  testing::TempDir dir;
-  const std::string file = dir.write("ops_expected.py", program);
-  std::string result;
-  if (std::FILE* pipe = ::popen(("python3 " + file + " " + path + " 2>/dev/null").c_str(), "r")) {
-    char buffer[4096];
-    while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) result.append(buffer, n);
-    ::pclose(pipe);
-  }
-  return result;
-}
-
 // Written again in Python (stdlib): a launch belongs to the cpu_op on its thread that contains its
 // start and started last (ops sorted by start, the longer first, then in file order: Kineto writes a
 // parent before a child of the same start and length); a kernel to the earliest call with its
@@ -219,7 +207,7 @@ TEST(OpAttribution, RealTracesAsPythonAttributesThem) {
        {testing::conformance_trace("trace_diff__control__control.json.gz"),
         std::string(GPUSCOPE_SOURCE_DIR "/../shared/reference/real-h100/trace_launch_bound.json.gz"),
         std::string(GPUSCOPE_SOURCE_DIR "/../shared/reference/real-h100/trace_compute_bound.json.gz")}) {
-    const std::string expected = run_ops_python(kOpsPython, path);
+    const std::string expected = testing::python_program_output(kOpsPython, path);
     if (expected.empty()) GTEST_SKIP() << "no python3 to compute the expected figures";
     auto reader = TraceByteReader::open(path);
     ASSERT_TRUE(reader.has_value());

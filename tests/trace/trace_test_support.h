@@ -85,6 +85,20 @@ class TempDir {
   std::string path_;
 };
 
+// What a Python 3 program (stdlib only) prints when run on `arg`: the tests' independent computation of
+// expected figures. Empty when there is no python3 to run (the caller skips).
+inline std::string python_program_output(const std::string& program, const std::string& arg) {
+  TempDir dir;
+  const std::string file = dir.write("expected.py", program);
+  std::string result;
+  if (std::FILE* pipe = ::popen(("python3 " + file + " " + arg + " 2>/dev/null").c_str(), "r")) {
+    char buffer[4096];
+    while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) result.append(buffer, n);
+    ::pclose(pipe);
+  }
+  return result;
+}
+
 inline std::string conformance_trace(const std::string& name) {
   return std::string(GPUSCOPE_SOURCE_DIR "/../shared/conformance/traces/") + name;
 }
