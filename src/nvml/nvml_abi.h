@@ -230,6 +230,202 @@ enum nvmlDeviceArchitecture_enum : unsigned {
   NVML_DEVICE_ARCH_UNKNOWN = 0xffffffff,
 };
 
+// ---- What nvidia-smi shows beyond the sampled catalog (query's other --query-gpu names, -q, dmon's
+// jpg/ofa/ccpm, pmon). Layouts from NVML 13 (driver 580); sizes asserted at the end of this file.
+typedef struct nvmlRowRemapperHistogramValues_st {
+  unsigned int max;
+  unsigned int high;
+  unsigned int partial;
+  unsigned int low;
+  unsigned int none;
+} nvmlRowRemapperHistogramValues_t;
+
+// No version field (NVML 13.1's header); a newer symbol than driver 580 may export.
+typedef struct {
+  unsigned int corrActiveRemaps;
+  unsigned int corrInactiveRemaps;
+  unsigned int uncActiveRemaps;
+  unsigned int uncInactiveRemaps;
+  unsigned int bPending;
+  unsigned int bFailureOccurred;
+} nvmlRemappedRowsInfo_v2_t;
+
+typedef struct nvmlConfComputeMemSizeInfo_st {
+  unsigned long long protectedMemSizeKib;
+  unsigned long long unprotectedMemSizeKib;
+} nvmlConfComputeMemSizeInfo_t;
+
+typedef struct {
+  unsigned int version;  // nvmlEccSramErrorStatus_v1
+  unsigned long long aggregateUncParity;
+  unsigned long long aggregateUncSecDed;
+  unsigned long long aggregateCor;
+  unsigned long long volatileUncParity;
+  unsigned long long volatileUncSecDed;
+  unsigned long long volatileCor;
+  unsigned long long aggregateUncBucketL2;
+  unsigned long long aggregateUncBucketSm;
+  unsigned long long aggregateUncBucketPcie;
+  unsigned long long aggregateUncBucketMcu;
+  unsigned long long aggregateUncBucketOther;
+  unsigned int bThresholdExceeded;
+} nvmlEccSramErrorStatus_t;
+#define nvmlEccSramErrorStatus_v1 NVML_STRUCT_VERSION(nvmlEccSramErrorStatus_t, 1U)
+
+typedef unsigned char nvmlGpuFabricState_t;
+enum : unsigned {
+  NVML_GPU_FABRIC_UUID_LEN = 16,
+  NVML_GPU_FABRIC_STATE_NOT_SUPPORTED = 0,
+  NVML_GPU_FABRIC_STATE_NOT_STARTED = 1,
+  NVML_GPU_FABRIC_STATE_IN_PROGRESS = 2,
+  NVML_GPU_FABRIC_STATE_COMPLETED = 3,
+  // healthMask: 2-bit fields at these shifts (degraded bandwidth, route recovery, route unhealthy,
+  // access timeout recovery, incorrect configuration, partition assigned).
+  NVML_GPU_FABRIC_HEALTH_MASK_SHIFT_DEGRADED_BW = 0,
+  NVML_GPU_FABRIC_HEALTH_MASK_SHIFT_ROUTE_RECOVERY = 2,
+  NVML_GPU_FABRIC_HEALTH_MASK_SHIFT_ROUTE_UNHEALTHY = 4,
+  NVML_GPU_FABRIC_HEALTH_MASK_SHIFT_ACCESS_TIMEOUT_RECOVERY = 6,
+  NVML_GPU_FABRIC_HEALTH_MASK_SHIFT_INCORRECT_CONFIGURATION = 8,
+  NVML_GPU_FABRIC_HEALTH_MASK_SHIFT_PARTITION_ASSIGNED = 12,
+  NVML_GPU_FABRIC_HEALTH_SUMMARY_NOT_SUPPORTED = 0,
+  NVML_GPU_FABRIC_HEALTH_SUMMARY_HEALTHY = 1,
+  NVML_GPU_FABRIC_HEALTH_SUMMARY_UNHEALTHY = 2,
+  NVML_GPU_FABRIC_HEALTH_SUMMARY_LIMITED_CAPACITY = 3,
+};
+typedef struct {
+  unsigned int version;  // nvmlGpuFabricInfo_v3
+  unsigned char clusterUuid[16];
+  nvmlReturn_t status;
+  unsigned int cliqueId;
+  nvmlGpuFabricState_t state;
+  unsigned int healthMask;
+  unsigned char healthSummary;
+} nvmlGpuFabricInfoV_t;
+#define nvmlGpuFabricInfo_v3 NVML_STRUCT_VERSION(nvmlGpuFabricInfoV_t, 3U)
+
+typedef struct {
+  unsigned int version;  // nvmlPlatformInfo_v2
+  unsigned char ibGuid[16];
+  unsigned char chassisSerialNumber[16];
+  unsigned char slotNumber;
+  unsigned char trayIndex;
+  unsigned char hostId;
+  unsigned char peerType;
+  unsigned char moduleId;
+} nvmlPlatformInfo_t;
+#define nvmlPlatformInfo_v2 NVML_STRUCT_VERSION(nvmlPlatformInfo_t, 2U)
+
+typedef struct {
+  unsigned int version;  // nvmlDeviceAddressingMode_v1
+  unsigned int value;    // 0 none, 1 HMM, 2 ATS
+} nvmlDeviceAddressingMode_t;
+#define nvmlDeviceAddressingMode_v1 NVML_STRUCT_VERSION(nvmlDeviceAddressingMode_t, 1U)
+
+typedef struct {
+  unsigned int version;  // nvmlMarginTemperature_v1
+  int marginTemperature;
+} nvmlMarginTemperature_t;
+#define nvmlMarginTemperature_v1 NVML_STRUCT_VERSION(nvmlMarginTemperature_t, 1U)
+
+typedef struct {
+  char value[64];
+} nvmlHostname_v1_t;
+
+typedef struct {
+  unsigned int isC2cEnabled;
+} nvmlC2cModeInfo_v1_t;
+
+typedef struct {
+  unsigned long long timeStamp;  // CPU time, µs
+  unsigned int pid;
+  unsigned int smUtil;
+  unsigned int memUtil;
+  unsigned int encUtil;
+  unsigned int decUtil;
+  unsigned int jpgUtil;
+  unsigned int ofaUtil;
+} nvmlProcessUtilizationInfo_v1_t;
+typedef struct {
+  unsigned int version;              // nvmlProcessesUtilizationInfo_v1
+  unsigned int processSamplesCount;  // in: capacity of procUtilArray; out: processes
+  unsigned long long lastSeenTimeStamp;
+  nvmlProcessUtilizationInfo_v1_t* procUtilArray;
+} nvmlProcessesUtilizationInfo_t;
+#define nvmlProcessesUtilizationInfo_v1 NVML_STRUCT_VERSION(nvmlProcessesUtilizationInfo_t, 1U)
+
+typedef struct {
+  unsigned int version;  // nvmlDeviceCurrentClockFreqs_v1
+  char str[2048];
+} nvmlDeviceCurrentClockFreqs_t;
+#define nvmlDeviceCurrentClockFreqs_v1 NVML_STRUCT_VERSION(nvmlDeviceCurrentClockFreqs_t, 1U)
+
+typedef struct nvmlGpuDynamicPstatesInfo_st {
+  unsigned int flags;
+  struct {
+    unsigned int bIsPresent;
+    unsigned int percentage;
+    unsigned int incThreshold;
+    unsigned int decThreshold;
+  } utilization[8];
+} nvmlGpuDynamicPstatesInfo_t;
+
+typedef struct nvmlClkMonFaultInfo_struct {
+  unsigned int clkApiDomain;
+  unsigned int clkDomainFaultMask;
+} nvmlClkMonFaultInfo_t;
+typedef struct nvmlClkMonStatus_status {
+  unsigned int bGlobalStatus;
+  unsigned int clkMonListSize;
+  nvmlClkMonFaultInfo_t clkMonList[32];
+} nvmlClkMonStatus_t;
+
+typedef struct nvmlSample_st {
+  unsigned long long timeStamp;  // CPU time, µs
+  nvmlValue_t sampleValue;
+} nvmlSample_t;
+
+enum nvmlEnableState_enum : int { NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABLED = 1 };
+enum nvmlComputeMode_enum : int {
+  NVML_COMPUTEMODE_DEFAULT = 0,
+  NVML_COMPUTEMODE_EXCLUSIVE_THREAD = 1,
+  NVML_COMPUTEMODE_PROHIBITED = 2,
+  NVML_COMPUTEMODE_EXCLUSIVE_PROCESS = 3,
+};
+enum nvmlGpuOperationMode_enum : int { NVML_GOM_ALL_ON = 0, NVML_GOM_COMPUTE = 1, NVML_GOM_LOW_DP = 2 };
+enum nvmlInforomObject_enum : int { NVML_INFOROM_OEM = 0, NVML_INFOROM_ECC = 1, NVML_INFOROM_POWER = 2, NVML_INFOROM_DEN = 3 };
+enum nvmlMemoryLocation_enum : int {
+  NVML_MEMORY_LOCATION_L1_CACHE = 0,
+  NVML_MEMORY_LOCATION_L2_CACHE = 1,
+  NVML_MEMORY_LOCATION_DEVICE_MEMORY = 2,  // also NVML_MEMORY_LOCATION_DRAM (Turing+)
+  NVML_MEMORY_LOCATION_REGISTER_FILE = 3,
+  NVML_MEMORY_LOCATION_TEXTURE_MEMORY = 4,
+  NVML_MEMORY_LOCATION_TEXTURE_SHM = 5,
+  NVML_MEMORY_LOCATION_CBU = 6,
+  NVML_MEMORY_LOCATION_SRAM = 7,
+};
+enum nvmlSamplingType_enum : int {
+  NVML_TOTAL_POWER_SAMPLES = 0,
+  NVML_GPU_UTILIZATION_SAMPLES = 1,
+  NVML_MEMORY_UTILIZATION_SAMPLES = 2,
+  NVML_ENC_UTILIZATION_SAMPLES = 3,
+  NVML_DEC_UTILIZATION_SAMPLES = 4,
+  NVML_PROCESSOR_CLK_SAMPLES = 5,
+  NVML_MEMORY_CLK_SAMPLES = 6,
+  NVML_MODULE_POWER_SAMPLES = 7,
+  NVML_JPG_UTILIZATION_SAMPLES = 8,
+  NVML_OFA_UTILIZATION_SAMPLES = 9,
+};
+enum : unsigned { NVML_DEVICE_INFOROM_VERSION_BUFFER_SIZE = 16, NVML_GSP_FIRMWARE_VERSION_BUF_SIZE = 0x40 };
+enum : unsigned { NVML_DEVICE_VGPU_CAP_HOMOGENEOUS_PLACEMENTS = 9 };
+enum : unsigned { NVML_POWER_SCOPE_GPU = 0, NVML_POWER_SCOPE_MODULE = 1, NVML_POWER_SCOPE_MEMORY = 2 };
+enum : unsigned {
+  NVML_GPU_RECOVERY_ACTION_NONE = 0,
+  NVML_GPU_RECOVERY_ACTION_GPU_RESET = 1,
+  NVML_GPU_RECOVERY_ACTION_NODE_REBOOT = 2,
+  NVML_GPU_RECOVERY_ACTION_DRAIN_P2P = 3,
+  NVML_GPU_RECOVERY_ACTION_DRAIN_AND_RESET = 4,
+};
+
 // Clock event (throttle) reason bits.
 enum : unsigned long long {
   nvmlClocksEventReasonGpuIdle = 0x1ULL,
@@ -269,8 +465,40 @@ enum : unsigned {
   NVML_FI_DEV_PCIE_REPLAY_COUNTER = 94,
   NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX = 138,
   NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX = 139,
+  NVML_FI_DEV_REMAPPED_COR = 142,
+  NVML_FI_DEV_REMAPPED_UNC = 143,
+  NVML_FI_DEV_REMAPPED_PENDING = 144,
+  NVML_FI_DEV_REMAPPED_FAILURE = 145,
   NVML_FI_DEV_POWER_AVERAGE = 185,
   NVML_FI_DEV_POWER_INSTANT = 186,
+  NVML_FI_DEV_TEMPERATURE_SHUTDOWN_TLIMIT = 193,
+  NVML_FI_DEV_TEMPERATURE_SLOWDOWN_TLIMIT = 194,
+  NVML_FI_DEV_TEMPERATURE_MEM_MAX_TLIMIT = 195,
+  NVML_FI_DEV_TEMPERATURE_GPU_MAX_TLIMIT = 196,
+  NVML_FI_DEV_GET_GPU_RECOVERY_ACTION = 230,
+  // Power smoothing (Blackwell): NOT_SUPPORTED on H100.
+  NVML_FI_PWR_SMOOTHING_ENABLED = 251,
+  NVML_FI_PWR_SMOOTHING_PRIV_LVL = 252,
+  NVML_FI_PWR_SMOOTHING_IMM_RAMP_DOWN_ENABLED = 253,
+  NVML_FI_PWR_SMOOTHING_APPLIED_TMP_CEIL = 254,
+  NVML_FI_PWR_SMOOTHING_APPLIED_TMP_FLOOR = 255,
+  NVML_FI_PWR_SMOOTHING_MAX_PERCENT_TMP_FLOOR_SETTING = 256,
+  NVML_FI_PWR_SMOOTHING_MIN_PERCENT_TMP_FLOOR_SETTING = 257,
+  NVML_FI_PWR_SMOOTHING_HW_CIRCUITRY_PERCENT_LIFETIME_REMAINING = 258,
+  NVML_FI_PWR_SMOOTHING_MAX_NUM_PRESET_PROFILES = 259,
+  NVML_FI_PWR_SMOOTHING_PROFILE_PERCENT_TMP_FLOOR = 260,
+  NVML_FI_PWR_SMOOTHING_PROFILE_RAMP_UP_RATE = 261,
+  NVML_FI_PWR_SMOOTHING_PROFILE_RAMP_DOWN_RATE = 262,
+  NVML_FI_PWR_SMOOTHING_PROFILE_RAMP_DOWN_HYST_VAL = 263,
+  NVML_FI_PWR_SMOOTHING_ACTIVE_PRESET_PROFILE = 264,
+  NVML_FI_PWR_SMOOTHING_ADMIN_OVERRIDE_PERCENT_TMP_FLOOR = 265,
+  NVML_FI_PWR_SMOOTHING_ADMIN_OVERRIDE_RAMP_UP_RATE = 266,
+  NVML_FI_PWR_SMOOTHING_ADMIN_OVERRIDE_RAMP_DOWN_RATE = 267,
+  NVML_FI_PWR_SMOOTHING_ADMIN_OVERRIDE_RAMP_DOWN_HYST_VAL = 268,
+  // Clock event reason counters (ns) beyond the perf policies 74 (sw power cap) and 76 (sync boost).
+  NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN = 269,
+  NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN = 270,
+  NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN = 271,
 };
 
 // GPM metric ids.
@@ -393,6 +621,70 @@ nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, unsigned int* arch);
 nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int* major, int* minor);
 nvmlReturn_t nvmlDeviceGetNumGpuCores(nvmlDevice_t device, unsigned int* numCores);
 
+// What nvidia-smi shows beyond the sampled catalog.
+nvmlReturn_t nvmlDeviceGetJpgUtilization(nvmlDevice_t device, unsigned int* utilization, unsigned int* samplingPeriodUs);
+nvmlReturn_t nvmlDeviceGetOfaUtilization(nvmlDevice_t device, unsigned int* utilization, unsigned int* samplingPeriodUs);
+nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device, nvmlProcessesUtilizationInfo_t* procesesUtilInfo);
+nvmlReturn_t nvmlDeviceGetSamples(nvmlDevice_t device, int type, unsigned long long lastSeenTimeStamp,
+                                  int* sampleValType, unsigned int* sampleCount, nvmlSample_t* samples);
+nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t device, unsigned int* minLimit, unsigned int* maxLimit);
+nvmlReturn_t nvmlDeviceGetPowerManagementMode(nvmlDevice_t device, int* mode);
+nvmlReturn_t nvmlDeviceGetPowerSource(nvmlDevice_t device, unsigned int* powerSource);
+nvmlReturn_t nvmlDeviceGetPowerState(nvmlDevice_t device, int* pState);
+nvmlReturn_t nvmlDeviceGetSupportedClocksEventReasons(nvmlDevice_t device, unsigned long long* supportedClocksEventReasons);
+nvmlReturn_t nvmlDeviceGetSupportedClocksThrottleReasons(nvmlDevice_t device, unsigned long long* supportedClocksThrottleReasons);
+nvmlReturn_t nvmlDeviceGetAccountingMode(nvmlDevice_t device, int* mode);
+nvmlReturn_t nvmlDeviceGetAccountingBufferSize(nvmlDevice_t device, unsigned int* bufferSize);
+nvmlReturn_t nvmlDeviceGetRemappedRows_v2(nvmlDevice_t device, nvmlRemappedRowsInfo_v2_t* info);
+nvmlReturn_t nvmlDeviceGetRowRemapperHistogram(nvmlDevice_t device, nvmlRowRemapperHistogramValues_t* values);
+nvmlReturn_t nvmlDeviceGetGpuMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int* maxLinkGenDevice);
+nvmlReturn_t nvmlDeviceGetPcieLinkMaxSpeed(nvmlDevice_t device, unsigned int* maxSpeed);
+nvmlReturn_t nvmlDeviceGetPcieSpeed(nvmlDevice_t device, unsigned int* pcieSpeed);
+nvmlReturn_t nvmlDeviceGetIrqNum(nvmlDevice_t device, unsigned int* irqNum);
+nvmlReturn_t nvmlDeviceGetGpuOperationMode(nvmlDevice_t device, int* current, int* pending);
+nvmlReturn_t nvmlDeviceGetInforomImageVersion(nvmlDevice_t device, char* version, unsigned int length);
+nvmlReturn_t nvmlDeviceGetInforomVersion(nvmlDevice_t device, int object, char* version, unsigned int length);
+nvmlReturn_t nvmlDeviceGetInforomConfigurationChecksum(nvmlDevice_t device, unsigned int* checksum);
+nvmlReturn_t nvmlDeviceValidateInforom(nvmlDevice_t device);
+nvmlReturn_t nvmlDeviceGetApplicationsClock(nvmlDevice_t device, int clockType, unsigned int* clockMHz);
+nvmlReturn_t nvmlDeviceGetDefaultApplicationsClock(nvmlDevice_t device, int clockType, unsigned int* clockMHz);
+nvmlReturn_t nvmlDeviceGetMaxCustomerBoostClock(nvmlDevice_t device, int clockType, unsigned int* clockMHz);
+nvmlReturn_t nvmlDeviceGetSupportedMemoryClocks(nvmlDevice_t device, unsigned int* count, unsigned int* clocksMHz);
+nvmlReturn_t nvmlDeviceGetAutoBoostedClocksEnabled(nvmlDevice_t device, int* isEnabled, int* defaultIsEnabled);
+nvmlReturn_t nvmlDeviceGetAdaptiveClockInfoStatus(nvmlDevice_t device, unsigned int* adaptiveClockStatus);
+nvmlReturn_t nvmlDeviceGetGpcClkVfOffset(nvmlDevice_t device, int* offset);
+nvmlReturn_t nvmlDeviceGetMemClkVfOffset(nvmlDevice_t device, int* offset);
+nvmlReturn_t nvmlDeviceGetCurrentClockFreqs(nvmlDevice_t device, nvmlDeviceCurrentClockFreqs_t* currentClockFreqs);
+nvmlReturn_t nvmlDeviceGetClkMonStatus(nvmlDevice_t device, nvmlClkMonStatus_t* status);
+nvmlReturn_t nvmlDeviceGetDynamicPstatesInfo(nvmlDevice_t device, nvmlGpuDynamicPstatesInfo_t* pDynamicPstatesInfo);
+nvmlReturn_t nvmlDeviceGetGspFirmwareMode(nvmlDevice_t device, unsigned int* isEnabled, unsigned int* defaultMode);
+nvmlReturn_t nvmlDeviceGetGspFirmwareVersion(nvmlDevice_t device, char* version);
+nvmlReturn_t nvmlDeviceGetConfComputeMemSizeInfo(nvmlDevice_t device, nvmlConfComputeMemSizeInfo_t* memInfo);
+nvmlReturn_t nvmlDeviceGetConfComputeProtectedMemoryUsage(nvmlDevice_t device, nvmlMemory_t* memory);
+nvmlReturn_t nvmlDeviceGetMemoryErrorCounter(nvmlDevice_t device, int errorType, int counterType, int locationType,
+                                             unsigned long long* count);
+nvmlReturn_t nvmlDeviceGetSramEccErrorStatus(nvmlDevice_t device, nvmlEccSramErrorStatus_t* status);
+nvmlReturn_t nvmlDeviceGetDefaultEccMode(nvmlDevice_t device, int* defaultMode);
+nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricInfoV_t* gpuFabricInfo);
+nvmlReturn_t nvmlDeviceGetPlatformInfo(nvmlDevice_t device, nvmlPlatformInfo_t* platformInfo);
+nvmlReturn_t nvmlDeviceGetAddressingMode(nvmlDevice_t device, nvmlDeviceAddressingMode_t* mode);
+nvmlReturn_t nvmlDeviceGetMarginTemperature(nvmlDevice_t device, nvmlMarginTemperature_t* marginTempInfo);
+nvmlReturn_t nvmlDeviceGetHostname_v1(nvmlDevice_t device, nvmlHostname_v1_t* hostname);
+nvmlReturn_t nvmlDeviceGetVgpuCapabilities(nvmlDevice_t device, int capability, unsigned int* capResult);
+nvmlReturn_t nvmlDeviceGetVirtualizationMode(nvmlDevice_t device, int* pVirtualMode);
+nvmlReturn_t nvmlDeviceGetHostVgpuMode(nvmlDevice_t device, int* pHostVgpuMode);
+nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t device, int* type);
+nvmlReturn_t nvmlDeviceGetBoardId(nvmlDevice_t device, unsigned int* boardId);
+nvmlReturn_t nvmlDeviceGetMultiGpuBoard(nvmlDevice_t device, unsigned int* multiGpuBool);
+nvmlReturn_t nvmlDeviceGetModuleId(nvmlDevice_t device, unsigned int* moduleId);
+nvmlReturn_t nvmlDeviceGetNumFans(nvmlDevice_t device, unsigned int* numFans);
+nvmlReturn_t nvmlDeviceGetMemoryBusWidth(nvmlDevice_t device, unsigned int* busWidth);
+nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int* node);
+nvmlReturn_t nvmlDeviceGetC2cModeInfoV(nvmlDevice_t device, nvmlC2cModeInfo_v1_t* c2cModeInfo);
+nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link, int* isActive);
+nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t device, unsigned int link, int* pNvLinkDeviceType);
+nvmlReturn_t nvmlGpmQueryIfStreamingEnabled(nvmlDevice_t device, unsigned int* state);
+
 nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set);
 nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set);
 nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device, unsigned long long* eventTypes);
@@ -460,3 +752,18 @@ static_assert(sizeof(nvmlFieldValue_t) == 40);
 static_assert(sizeof(nvmlGpmSupport_t) == 8);
 static_assert(sizeof(nvmlGpmMetric_t) == 40);
 static_assert(offsetof(nvmlGpmMetricsGet_t, metrics) == 24);
+static_assert(sizeof(nvmlRowRemapperHistogramValues_t) == 20);
+static_assert(sizeof(nvmlConfComputeMemSizeInfo_t) == 16);
+static_assert(sizeof(nvmlRemappedRowsInfo_v2_t) == 24);
+static_assert(sizeof(nvmlEccSramErrorStatus_t) == 104);
+static_assert(sizeof(nvmlGpuFabricInfoV_t) == 40);
+static_assert(offsetof(nvmlGpuFabricInfoV_t, healthMask) == 32);
+static_assert(sizeof(nvmlPlatformInfo_t) == 44);
+static_assert(sizeof(nvmlDeviceAddressingMode_t) == 8);
+static_assert(sizeof(nvmlMarginTemperature_t) == 8);
+static_assert(sizeof(nvmlProcessUtilizationInfo_v1_t) == 40);
+static_assert(sizeof(nvmlProcessesUtilizationInfo_t) == 24);
+static_assert(sizeof(nvmlDeviceCurrentClockFreqs_t) == 2052);
+static_assert(sizeof(nvmlGpuDynamicPstatesInfo_t) == 132);
+static_assert(sizeof(nvmlClkMonStatus_t) == 264);
+static_assert(sizeof(nvmlSample_t) == 16);

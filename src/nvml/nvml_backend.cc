@@ -129,6 +129,11 @@ struct NvmlBackend::GpuState {
   bool fan_unsupported = false;
 };
 
+nvmlDevice_t NvmlBackend::handle(std::size_t gpu) const {
+  if (gpu >= state_.size() || !state_[gpu]->up) return nullptr;
+  return state_[gpu]->device;
+}
+
 std::string simulator_library_path() {
   if (const char* env = std::getenv("GPUSCOPE_SIM_LIB"); env != nullptr && *env != '\0') return env;
   const std::string dir = executable_dir();

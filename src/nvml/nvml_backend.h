@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "model/gpu_details.h"
 #include "model/gpu_info.h"
 #include "model/snapshot.h"
 #include "nvml/nvml_abi.h"
@@ -75,6 +76,13 @@ class NvmlBackend {
   // call marks only its field. A GPU answering GPU_IS_LOST is marked down and retried next time.
   model::Snapshot sample();
 
+  // What nvidia-smi shows of GPU `gpu` (an index into gpus()) beyond the catalog, read now (~60 NVML
+  // calls; not for the sampler). kDmon reads only what dmon's extra columns need (jpg_util, ofa_util,
+  // protected_memory); every other member keeps error 13. A lost GPU answers GPU_IS_LOST in every
+  // member read. Implemented in device_details.cc.
+  enum class DetailSet : std::uint8_t { kAll, kDmon };
+  model::GpuDetails details(std::size_t gpu, DetailSet set = DetailSet::kAll);
+
   // The library's clock: the simulator's (virtual or real) when it has one, else the system clock.
   std::chrono::system_clock::time_point now() const;
 
@@ -91,6 +99,8 @@ class NvmlBackend {
   NvmlBackend() = default;
   struct GpuState;
 
+  // GPU `gpu`'s handle, or nullptr while it is down (lost, not yet recovered).
+  nvmlDevice_t handle(std::size_t gpu) const;
   std::expected<void, BackendError> discover();
   void read_static(GpuState& s, model::GpuInfo& info);
   model::GpuSample sample_gpu(std::size_t i);
