@@ -14,6 +14,8 @@
 set -euo pipefail
 # shellcheck source=bench/stop_by_pid.sh
 source "$(dirname "${BASH_SOURCE[0]}")/stop_by_pid.sh"
+# shellcheck source=bench/local_services.sh
+source "$(dirname "${BASH_SOURCE[0]}")/local_services.sh"
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -58,44 +60,23 @@ for i in $(seq 0 $((n - 1))); do
   pids+=($!)
 done
 for i in $(seq 0 $((n - 1))); do
-  addr=""
-  for _ in $(seq 1 600); do
-    addr=$(sed -n 's/.*msg=listening address=\([^ ]*\).*/\1/p' "$work/agent-$i.log" | head -n1)
-    [[ -n $addr ]] && break
-    kill -0 "${pids[$i]}" 2>/dev/null || { echo "fleet: agent $i exited:" >&2; cat "$work/agent-$i.log" >&2; exit 1; }
-    sleep 0.1
-  done
-  [[ -n $addr ]] || { echo "fleet: agent $i did not listen within 60 s" >&2; exit 1; }
+  addr=$(listen_address "$work/agent-$i.log" "${pids[$i]}") || { echo "fleet: agent $i did not come up" >&2; exit 1; }
   addrs+=("$addr")
 done
 
 # 2. Prometheus: every agent a target, itself too (its ingestion figures), the fleet rules evaluated at
-# the scrape interval. bash cannot bind port 0: pick a free port, retry if it was taken meanwhile.
+# the scrape interval.
 cp deploy/prometheus/fleet.rules.yml "$work/"
-prom_addr=""
-for _ in 1 2 3 4 5; do
-  port=$((20000 + RANDOM % 40000))
-  [[ -z $(ss -Hltn "sport = :$port") ]] || continue
+fleet_config() {
   {
     printf 'global:\n  scrape_interval: %s\n  evaluation_interval: %s\nrule_files:\n  - fleet.rules.yml\n' \
       "$scrape_interval" "$scrape_interval"
-    printf 'scrape_configs:\n  - job_name: prometheus\n    static_configs:\n      - targets: ["127.0.0.1:%s"]\n' "$port"
+    printf 'scrape_configs:\n  - job_name: prometheus\n    static_configs:\n      - targets: ["127.0.0.1:%s"]\n' "$1"
     printf '  - job_name: gpuscope\n    static_configs:\n      - targets:\n'
     for a in "${addrs[@]}"; do printf '          - "%s"\n' "$a"; done
   } >"$work/prometheus.yml"
-  "$prometheus" --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/prom" \
-    --web.listen-address="127.0.0.1:$port" >"$work/prometheus.log" 2>&1 &
-  prom_pid=$!
-  for _ in $(seq 1 300); do
-    kill -0 "$prom_pid" 2>/dev/null || break
-    if curl -fsS --max-time 2 -o /dev/null "http://127.0.0.1:$port/-/ready" 2>/dev/null; then prom_addr=127.0.0.1:$port; break; fi
-    sleep 0.1
-  done
-  [[ -n $prom_addr ]] && break
-  stop_by_pid "$prom_pid"; prom_pid=""
-  grep -q 'address already in use' "$work/prometheus.log" || { cat "$work/prometheus.log" >&2; exit 1; }
-done
-[[ -n $prom_addr ]] || { echo "fleet: Prometheus did not start" >&2; exit 1; }
+}
+start_prometheus "$work" fleet_config || { echo "fleet: Prometheus did not start" >&2; exit 1; }
 prom_rss_start=$(ps -o rss= -p "$prom_pid")
 
 # 3. Bytes per scrape, once per agent while Prometheus warms up.

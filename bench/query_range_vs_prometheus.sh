@@ -23,6 +23,8 @@
 set -euo pipefail
 # shellcheck source=bench/stop_by_pid.sh
 source "$(dirname "${BASH_SOURCE[0]}")/stop_by_pid.sh"
+# shellcheck source=bench/local_services.sh
+source "$(dirname "${BASH_SOURCE[0]}")/local_services.sh"
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -69,40 +71,15 @@ echo "backfill: $(find "$work/prom" -name meta.json | wc -l) blocks in $((SECOND
      "$(du -sb "$work/prom" | cut -f1) bytes; gpuscope data dir $(du -sb "$work/fixture/data" | cut -f1) bytes"
 rm -f "$work/fixture/history.om"  # not needed any more (1 s data makes it GBs)
 
-# 3. Prometheus on a free port (bash cannot bind port 0: pick one, retry if it was taken meanwhile).
-printf 'global:\n  scrape_interval: 15s\n' >"$work/prometheus.yml"
-prom_addr=""
-for _ in 1 2 3 4 5; do
-  port=$((20000 + RANDOM % 40000))
-  [[ -z $(ss -Hltn "sport = :$port") ]] || continue
-  # min = max block duration: the compactor merges nothing, so no compaction runs during the timings.
-  "$prometheus" --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/prom" \
-    --storage.tsdb.retention.time=10y --storage.tsdb.min-block-duration=2h --storage.tsdb.max-block-duration=2h \
-    --web.listen-address="127.0.0.1:$port" >"$work/prometheus.log" 2>&1 &
-  prom_pid=$!
-  for _ in $(seq 1 300); do
-    kill -0 "$prom_pid" 2>/dev/null || break
-    if curl -fsS --max-time 2 -o /dev/null "http://127.0.0.1:$port/-/ready" 2>/dev/null; then prom_addr=127.0.0.1:$port; break; fi
-    sleep 0.1
-  done
-  [[ -n $prom_addr ]] && break
-  stop_by_pid "$prom_pid"; prom_pid=""
-  grep -q 'address already in use' "$work/prometheus.log" || { cat "$work/prometheus.log" >&2; exit 1; }
-done
-[[ -n $prom_addr ]] || { echo "query_range_vs_prometheus: Prometheus did not start" >&2; exit 1; }
-
-# The agent on port 0; it logs the address it got.
+# 3. Prometheus (no scrape targets; min = max block duration, so the compactor merges nothing during
+# the timings) and the agent on port 0.
+no_targets() { printf 'global:\n  scrape_interval: 15s\n' >"$work/prometheus.yml"; }
+start_prometheus "$work" no_targets --storage.tsdb.retention.time=10y --storage.tsdb.min-block-duration=2h \
+  --storage.tsdb.max-block-duration=2h || { echo "query_range_vs_prometheus: Prometheus did not start" >&2; exit 1; }
 "$agent_bin" --simulate serve --listen 127.0.0.1:0 --data-dir "$work/fixture/data" --retention 10y \
   2>"$work/agent.log" >/dev/null &
 agent_pid=$!
-agent_addr=""
-for _ in $(seq 1 600); do
-  agent_addr=$(sed -n 's/.*msg=listening address=\([^ ]*\).*/\1/p' "$work/agent.log" | head -n1)
-  [[ -n $agent_addr ]] && break
-  kill -0 "$agent_pid" 2>/dev/null || { echo "query_range_vs_prometheus: agent exited:" >&2; cat "$work/agent.log" >&2; exit 1; }
-  sleep 0.1
-done
-[[ -n $agent_addr ]] || { echo "query_range_vs_prometheus: agent did not listen within 60 s" >&2; exit 1; }
+agent_addr=$(listen_address "$work/agent.log" "$agent_pid") || { echo "query_range_vs_prometheus: no agent" >&2; exit 1; }
 echo "prometheus pid=$prom_pid http://$prom_addr  agent pid=$agent_pid http://$agent_addr"
 
 # 4. The range: 24 h at 15 s from 1 h after the fixture's start, off the sample grid by 7.5 s.

@@ -10,6 +10,8 @@
 set -euo pipefail
 # shellcheck source=bench/stop_by_pid.sh
 source "$(dirname "${BASH_SOURCE[0]}")/stop_by_pid.sh"
+# shellcheck source=bench/local_services.sh
+source "$(dirname "${BASH_SOURCE[0]}")/local_services.sh"
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -50,14 +52,8 @@ run() {
   [[ -n $config ]] && args+=(--web.config.file "$work/$config")
   "$build/gpuscope" "${args[@]}" >/dev/null 2>"$work/$mode.log" &
   agent_pid=$!
-  local addr=""
-  for _ in $(seq 1 300); do
-    addr=$(sed -n 's/.*msg=listening address=\([^ ]*\).*/\1/p' "$work/$mode.log" | head -n1)
-    [[ -n $addr ]] && break
-    kill -0 "$agent_pid" 2>/dev/null || { echo "tls_latency: agent exited:" >&2; cat "$work/$mode.log" >&2; exit 1; }
-    sleep 0.1
-  done
-  [[ -n $addr ]] || { echo "tls_latency: agent did not listen" >&2; exit 1; }
+  local addr
+  addr=$(listen_address "$work/$mode.log" "$agent_pid") || exit 1
   sleep 2  # first readings
   local cpu0 cpu1
   cpu0=$(awk '{print $14+$15}' "/proc/$agent_pid/stat")

@@ -13,6 +13,7 @@
 #include "http/crypt_library.h"
 #include "http/gzip.h"
 #include "http/route_prefix.h"
+#include "remote_write/remote_write_metrics.h"
 
 namespace gpuscope::agent {
 namespace {
@@ -168,10 +169,19 @@ std::expected<Agent::Started, AgentError> Agent::start(std::unique_ptr<nvml::Nvm
   if (config_.history) {
     if (auto opened = open_history(); !opened) return std::unexpected(opened.error());
   }
+  // Made before the sampler starts (each reading records their series, reading the list), started once
+  // the port is open.
+  create_remote_writers();
 
   // Before the first reading, which bills the time since the last recorded one.
   start_cost_meter();
 
+  if (config_.kubernetes) {
+    // Its first List runs at once on its own thread; the first reading waits a moment for it.
+    pod_resources_ = std::make_unique<kubernetes::PodResourcesWatcher>(*config_.kubernetes, clock_, log_);
+    pod_resources_->start();
+    pod_resources_->wait_for_refreshes(1, kubernetes::kFirstRefreshWait);
+  }
   reader_ = std::make_unique<GpuReader>(*backend_, config_.interval, config_.hpc_job_mapping_dir, log_,
                                         config_.clock != &model::system_clock() ? config_.clock : nullptr);
   sampler_ = std::make_unique<sampler::Sampler>([this] { return read_and_record(); }, config_.interval, clock_);
@@ -237,6 +247,7 @@ std::expected<Agent::Started, AgentError> Agent::start(std::unique_ptr<nvml::Nvm
   // Sysfs reads are microseconds; a driver stuck in one holds the port no longer than this.
   if (fabric_) fabric_->wait_for_readings(1, kFirstFabricReadingWait);
   if (auto listening = start_http(); !listening) return std::unexpected(listening.error());
+  for (auto& w : remote_writers_) w->start();
   if (rule_loop_) {
     // The first evaluation waits for the first reading, so rules never start on an empty store.
     rule_loop_->start([this] { wait_for_first_reading(); });
@@ -451,7 +462,13 @@ void Agent::create_training() {
 void Agent::write_extra_families(exporter::ExpositionWriter& writer) const {
   training_->write_metrics(writer);
   if (fabric_) fabric_->write_metrics(writer);
+  if (pod_resources_) pod_resources_->write_metrics(writer);
   if (web_access_) web_access_->write_metrics(writer);
+  if (!remote_writers_.empty()) {
+    std::vector<remote_write::RemoteWriteStats> stats;
+    for (const auto& w : remote_writers_) stats.push_back(w->stats());
+    remote_write::write_remote_write_metrics(writer, stats, clock_.unix_ms());
+  }
 }
 
 void Agent::start_fabric() {
@@ -632,6 +649,8 @@ exporter::CostCounters Agent::cost_counters() const {
 
 model::Snapshot Agent::read_and_record() {
   auto snapshot = reader_->read();
+  // The latest map, loaded without waiting: the kubelet is never asked on the reading's path.
+  if (pod_resources_) kubernetes::label_gpus(snapshot, backend_->gpus(), *pod_resources_->current());
   // Microseconds of arithmetic on the reading, before it is recorded with the counters it moved.
   cost_meter_->update(std::chrono::duration_cast<std::chrono::milliseconds>(snapshot.time.time_since_epoch()).count(),
                       metered_gpus(snapshot, backend_->gpus(), *hourly_prices_.load()));
@@ -711,11 +730,14 @@ bool Agent::stop() {
   query_limiter_->cancel_all();
   if (web_config_watcher_) web_config_watcher_->stop();  // it replaces the server's daemons
   if (server_) server_->stop();
+  // A request in flight is cut short; its samples go with the next run (the cursor did not pass them).
+  for (auto& w : remote_writers_) w->stop();
   if (rule_loop_) rule_loop_->stop();
   // Before the history's last flush, which then holds its last verdicts.
   if (diagnosis_loop_) diagnosis_loop_->stop();
   if (training_) training_->stop();
   if (fabric_) fabric_->stop();
+  if (pod_resources_) pod_resources_->stop();  // a List in flight is cancelled, not waited for
   // Its poll in flight is cancelled, not waited for; stopped before the notifier its response sends through.
   if (preemption_watcher_) preemption_watcher_->stop();
   // Queued notifications (a resolve sent at the last evaluation) get a moment to go out.
@@ -734,6 +756,28 @@ bool Agent::stop() {
   }
   if (sampler_ended) log_.info("stopped");
   return sampler_ended;
+}
+
+void Agent::create_remote_writers() {
+  if (config_.remote_write.empty() || !tsdb_) return;
+  // A reading is appended a moment after its time, a rule evaluation's or a verdict's likewise: the
+  // writers read nothing younger than two reading intervals (2 s at least), so their cursors never
+  // pass a sample still on its way into the store.
+  const auto interval = std::chrono::duration_cast<std::chrono::milliseconds>(config_.interval);
+  for (const remote_write::ReceiverConfig& receiver : config_.remote_write) {
+    remote_write::RemoteWriterOptions o;
+    o.receiver = receiver;
+    o.data_dir = config_.data_dir;
+    o.external_labels = config_.external_labels;
+    o.settle = std::max<std::chrono::milliseconds>(std::chrono::seconds(2), 2 * interval);
+    o.poll = std::max<std::chrono::milliseconds>(std::chrono::milliseconds(100), interval);
+    o.retention = config_.retention;
+    auto writer = std::make_unique<remote_write::RemoteWriter>(std::move(o), *tsdb_, nullptr, clock_, log_);
+    writer->set_transport(remote_write::make_curl_transport(receiver, "gpuscope/" + config_.version, writer->abort_flag()));
+    log_.info("remote write", {{"url", receiver.display_url},
+                               {"max_samples_per_send", std::to_string(receiver.queue.max_samples_per_send)}});
+    remote_writers_.push_back(std::move(writer));
+  }
 }
 
 std::uint16_t Agent::port() const { return server_ ? server_->port() : 0; }

@@ -39,11 +39,13 @@
 #include "http/web_access.h"
 #include "http/web_config.h"
 #include "http/web_ui.h"
+#include "kubernetes/pod_resources_watcher.h"
 #include "log/logger.h"
 #include "notify/notifier.h"
 #include "nvml/nvml_backend.h"
 #include "promql/engine.h"
 #include "promql/query_limiter.h"
+#include "remote_write/remote_writer.h"
 #include "rules/alert_state_file.h"
 #include "rules/rule_manager.h"
 #include "sampler/sampler.h"
@@ -133,6 +135,9 @@ class Agent {
   void start_fabric();
   // What the routes and the history add to the GPU families: the training jobs', the fabric's.
   void write_extra_families(exporter::ExpositionWriter& writer) const;
+  // --remote-write: one writer per receiver over the history, made before the sampler starts (its threads
+  // start once the port is open): the list never changes while readings record the writers' series.
+  void create_remote_writers();
   // --preemption-notice: the endpoint, the response and the watcher's thread.
   void start_preemption_watcher();
   std::expected<void, AgentError> start_training();
@@ -172,6 +177,8 @@ class Agent {
   // The prices as the sampler thread reads them at each reading; a reload swaps them.
   std::atomic<std::shared_ptr<const std::map<unsigned, double>>> hourly_prices_;
   std::atomic<bool> energy_priced_{false};  // the catalog has an energy price
+  // With --kubernetes: started before the sampler, whose readings take the pod labels from its latest map.
+  std::unique_ptr<kubernetes::PodResourcesWatcher> pod_resources_;
   std::unique_ptr<GpuReader> reader_;
   std::unique_ptr<sampler::Sampler> sampler_;
   std::unique_ptr<http::AgentRoutes> routes_;
@@ -206,6 +213,8 @@ class Agent {
   std::unique_ptr<MetadataEndpoint> preemption_endpoint_;
   std::unique_ptr<PreemptionResponse> preemption_response_;
   std::unique_ptr<PreemptionWatcher> preemption_watcher_;
+  // With --remote-write (and history): started once the port is open, stopped first.
+  std::vector<std::unique_ptr<remote_write::RemoteWriter>> remote_writers_;
 };
 
 // Loads a dcgm-exporter collectors file (empty `path`: the built-in set), logging the lines it skips.

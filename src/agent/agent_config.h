@@ -19,10 +19,12 @@
 #include "analysis/training_findings.h"
 #include "analysis/training_jobs.h"
 #include "export/gpu_metrics.h"
+#include "kubernetes/pod_resources_watcher.h"
 #include "model/clock.h"
 #include "model/price_catalog.h"
 #include "promql/engine.h"
 #include "promql/query_limiter.h"
+#include "remote_write/receiver_config.h"
 
 namespace gpuscope::agent {
 
@@ -98,6 +100,13 @@ struct AgentConfig {
   std::chrono::milliseconds fabric_interval = kDefaultFabricInterval;
   // With no root named: the simulated driver's tree of the scenario's `fabric:` (--simulate), if it has one.
   bool fabric_from_simulator = false;
+  // serve --kubernetes: the kubelet's pod-resources API asked on a thread of its own; each GPU's series get
+  // the pod, namespace and container holding it. Nullopt: no such labels, no kubelet asked.
+  std::optional<kubernetes::PodResourcesOptions> kubernetes;
+  // Prometheus remote-write receivers (serve --remote-write, --remote-write.config): the history pushed to
+  // each on a thread of its own, from a cursor kept in data_dir (needs the history). external_labels are
+  // added to what is sent, as Prometheus adds its global external labels.
+  std::vector<remote_write::ReceiverConfig> remote_write;
   std::string version;  // /api/v1/status/buildinfo and the index page
   // Every part keeps time on this clock; it must outlive the agent.
   const model::Clock* clock = &model::system_clock();

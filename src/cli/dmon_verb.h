@@ -1,5 +1,6 @@
-// `gpuscope dmon`: nvidia-smi dmon's scrolling one-row-per-GPU table (or NDJSON), every -d seconds, for
-// -c sets or until SIGINT/SIGTERM.
+// `gpuscope dmon`: nvidia-smi dmon's scrolling one-row-per-GPU table (text or CSV, with -o D/T columns),
+// NDJSON, or dcgmi dmon's layout for DCGM field ids (-e), every -d seconds, for -c sets or until
+// SIGINT/SIGTERM, to stdout or to -f FILE.
 #pragma once
 
 #include <chrono>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "cli/invocation.h"
+#include "export/dmon_table.h"
 
 namespace gpuscope::cli {
 
@@ -17,7 +19,10 @@ struct DmonOptions {
   std::chrono::seconds delay{1};
   std::optional<long long> count;  // -c: sets of rows, then exit
   bool json = false;
+  exporter::DmonLayout layout;  // --format csv,nounit,noheader and -o D/T
   std::string ids;
+  std::string file;         // -f: write here instead of stdout
+  std::string dcgm_fields;  // -e: DCGM field ids, dcgmi's layout; validated
 };
 
 // Text mode prints the two header lines first and again once this many rows followed the last ones

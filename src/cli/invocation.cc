@@ -25,7 +25,8 @@ constexpr std::string_view kFilesFooter =
     "Exit codes: 0 ok, 1 failure (what failed is printed), 2 usage error (bad flag, value or input).";
 
 bool opens_nvml(std::string_view verb) {
-  return verb == "list" || verb == "info" || verb == "query" || verb == "dmon" || verb == "serve";
+  return verb == "list" || verb == "info" || verb == "query" || verb == "dmon" || verb == "pmon" ||
+         verb == "serve";
 }
 
 // Help text is read in a terminal: no line of it runs past this many columns.

@@ -10,6 +10,8 @@
 #include "export/gpu_query_json.h"
 #include "export/machine_value.h"
 #include "export/nvml_error_text.h"
+#include "export/smi_q_report.h"
+#include "nvml/nvml_backend.h"
 
 namespace gpuscope::cli {
 namespace {
@@ -18,6 +20,7 @@ constexpr std::string_view kExample =
     "  gpuscope query --query-gpu=index,name,temperature.gpu,utilization.gpu,memory.used --format=csv\n"
     "  gpuscope query --query-gpu=timestamp,index,power.draw --format=csv,noheader,nounits -l 5 >> power.csv\n"
     "  gpuscope query --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=json\n"
+    "  gpuscope query -q -i 0            # nvidia-smi -q's report; --format=json for the same tree as JSON\n"
     "  gpuscope --simulate query --query-gpu=index,utilization.gpu,DCGM_FI_PROF_SM_ACTIVE   # anywhere";
 
 std::string wrapped_names(const std::vector<std::string>& names) {
@@ -78,6 +81,21 @@ std::expected<void, ParseExit> parse_format(std::string_view text, QueryOptions&
   return {};
 }
 
+// -q: one report of the reading plus what details() reads now of each selected GPU.
+void print_smi_q(nvml::NvmlBackend& backend, const model::Snapshot& snapshot, std::span<const exporter::GpuView> views,
+                 std::span<const std::size_t> selected, bool json, const Invocation& inv) {
+  std::vector<model::GpuDetails> details;
+  details.reserve(selected.size());
+  for (std::size_t pos : selected) details.push_back(backend.details(pos));
+  exporter::SmiQInput input{backend.system(), snapshot.time, backend.gpus().size(), {}};
+  for (std::size_t k = 0; k < views.size(); ++k) input.gpus.push_back({views[k].info, views[k].sample, details[k]});
+  if (json) {
+    inv.out << exporter::json_line(exporter::smi_q_json(input)) << '\n';
+  } else {
+    inv.out << exporter::smi_q_text(input);
+  }
+}
+
 }  // namespace
 
 std::expected<QueryOptions, ParseExit> parse_query_args(std::span<const std::string> raw_args) {
@@ -90,8 +108,8 @@ std::expected<QueryOptions, ParseExit> parse_query_args(std::span<const std::str
   std::string gpu_names, app_names, format = "csv", loop_s, loop_ms, ids;
   app->add_option("--query-gpu", gpu_names, "comma-separated GPU fields (names below)")->type_name("NAMES");
   app->add_option("--query-compute-apps", app_names,
-                  "comma-separated process fields: pid, process_name, used_memory (used_gpu_memory), gpu_uuid, "
-                  "gpu_bus_id, gpu_name, gpu_serial")
+                  "comma-separated process fields: timestamp, gpu_name, gpu_bus_id, gpu_serial, gpu_uuid, pid, "
+                  "process_name, used_gpu_memory (used_memory)")
       ->type_name("NAMES");
   app->add_option("--format", format, "csv[,noheader][,nounits] (default csv) or json (one object per reading)")
       ->type_name("FORMAT");
@@ -100,6 +118,9 @@ std::expected<QueryOptions, ParseExit> parse_query_args(std::span<const std::str
   app->add_option("--loop-ms", loop_ms, "(also -lms) repeat every MILLISECONDS")->type_name("MS");
   app->add_option("-i,--id", ids, "only these GPUs: indices, UUIDs or PCI bus ids, comma-separated")
       ->type_name("IDS");
+  bool full = false;
+  app->add_flag("-q,--query", full,
+                "print nvidia-smi -q's report of each GPU (same sections and keys; N/A where gpuscope has no reading)");
   bool help_query_gpu = false;
   app->add_flag("--help-query-gpu", help_query_gpu,
                 "list every --query-gpu name with its other spellings and what it means, as nvidia-smi does");
@@ -115,7 +136,18 @@ std::expected<QueryOptions, ParseExit> parse_query_args(std::span<const std::str
   QueryOptions options;
   const bool has_gpu = app->count("--query-gpu") > 0;
   const bool has_apps = app->count("--query-compute-apps") > 0;
-  if (has_gpu == has_apps) {
+  if (full) {
+    if (has_gpu || has_apps) {
+      return std::unexpected(
+          usage(fmt::format("-q and {} cannot be combined", has_gpu ? "--query-gpu" : "--query-compute-apps")));
+    }
+    if (app->count("--format") > 0 && format != "json") {
+      return std::unexpected(
+          usage(fmt::format("-q prints text, or JSON with --format=json; not --format '{}'", format)));
+    }
+    options.full = true;
+    options.json = app->count("--format") > 0;
+  } else if (has_gpu == has_apps) {
     return std::unexpected(usage(has_gpu ? "--query-gpu and --query-compute-apps cannot be combined"
                                          : "query needs --query-gpu=NAMES or --query-compute-apps=NAMES"));
   }
@@ -127,7 +159,7 @@ std::expected<QueryOptions, ParseExit> parse_query_args(std::span<const std::str
                                        : fmt::format("unknown field '{}' in --query-gpu", columns.error().name)));
     }
     options.gpu_columns = std::move(*columns);
-  } else {
+  } else if (has_apps) {
     auto columns = exporter::parse_compute_apps_query(app_names);
     if (!columns) {
       return std::unexpected(
@@ -138,7 +170,9 @@ std::expected<QueryOptions, ParseExit> parse_query_args(std::span<const std::str
     options.app_columns = std::move(*columns);
     options.apps = true;
   }
-  if (auto f = parse_format(format, options); !f) return std::unexpected(f.error());
+  if (auto f = options.full ? std::expected<void, ParseExit>{} : parse_format(format, options); !f) {
+    return std::unexpected(f.error());
+  }
 
   const bool has_l = app->count("-l") > 0;
   const bool has_lms = app->count("--loop-ms") > 0;
@@ -176,18 +210,28 @@ int run_query(std::span<const std::string> args, const Invocation& inv) {
   if (!selected) return usage_error(inv.err, fmt::format("unknown GPU '{}' in -i", selected.error()));
 
   if (options->loop && inv.handle_signals) install_stop_handlers();
-  if (!options->json && options->csv.header) {
+  if (!options->json && options->csv.header && !options->full) {
     // Once, not per reading: a log appended to with -l stays one table.
     inv.out << (options->apps ? exporter::compute_apps_csv_header(options->app_columns)
                               : exporter::gpu_query_csv_header(options->gpu_columns));
   }
   std::vector<bool> process_error_reported(gpus.size(), false);
+  // The names beyond the catalog (pci.domain, inforom.*, ecc.errors.*.sram, ...) cost ~70 more NVML
+  // calls per GPU: read only when one of them was asked for, once per GPU per reading.
+  const bool read_details = !options->apps && exporter::needs_details(options->gpu_columns);
+  std::vector<model::GpuDetails> details;
   auto next = std::chrono::steady_clock::now();
   while (true) {
     const model::Snapshot snapshot = backend.sample();
     const auto views = views_of(gpus, snapshot, *selected);
     const exporter::QueryContext context{backend.system(), snapshot.time, gpus.size()};
-    if (options->apps) {
+    details.clear();
+    if (read_details) {
+      for (const std::size_t i : *selected) details.push_back(backend.details(i));
+    }
+    if (options->full) {
+      print_smi_q(backend, snapshot, views, *selected, options->json, inv);
+    } else if (options->apps) {
       // An empty CSV must not pass for "no processes" when the list could not be read (JSON says so
       // itself); said once per GPU so a -l log is not flooded.
       for (std::size_t k = 0; k < views.size() && !options->json; ++k) {
@@ -204,12 +248,12 @@ int run_query(std::span<const std::string> args, const Invocation& inv) {
       if (options->json) {
         inv.out << exporter::json_line(exporter::compute_apps_json(options->app_columns, context, views)) << '\n';
       } else {
-        inv.out << exporter::compute_apps_csv_rows(options->app_columns, views, options->csv);
+        inv.out << exporter::compute_apps_csv_rows(options->app_columns, context, views, options->csv);
       }
     } else if (options->json) {
-      inv.out << exporter::json_line(exporter::gpu_query_json(options->gpu_columns, context, views)) << '\n';
+      inv.out << exporter::json_line(exporter::gpu_query_json(options->gpu_columns, context, views, details)) << '\n';
     } else {
-      inv.out << exporter::gpu_query_csv_rows(options->gpu_columns, context, views, options->csv);
+      inv.out << exporter::gpu_query_csv_rows(options->gpu_columns, context, views, options->csv, details);
     }
     inv.out.flush();
     if (!inv.out) return kExitRuntime;

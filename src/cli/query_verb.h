@@ -20,6 +20,7 @@ struct QueryOptions {
   std::vector<exporter::GpuColumn> gpu_columns;  // --query-gpu
   std::vector<exporter::AppColumn> app_columns;  // --query-compute-apps
   bool apps = false;                             // which of the two was asked for
+  bool full = false;                             // -q: nvidia-smi -q's report instead of either
   bool json = false;
   exporter::CsvStyle csv;
   std::optional<std::chrono::milliseconds> loop;  // -l SECONDS or -lms MILLISECONDS

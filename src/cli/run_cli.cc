@@ -18,6 +18,7 @@
 #include "cli/info_verb.h"
 #include "cli/invocation.h"
 #include "cli/list_verb.h"
+#include "cli/pmon_verb.h"
 #include "cli/query_verb.h"
 #include "cli/serve_verb.h"
 #include "cli/stop_signal.h"
@@ -33,7 +34,7 @@ constexpr std::string_view kVersion = "gpuscope " GPUSCOPE_VERSION;
 
 // Every verb, in the order of the usage text: the errors for a missing or unknown one name them.
 constexpr std::string_view kVerbs =
-    "list, info, query, dmon, top, check, select, serve, eval, diagnose, cost, import, trace, rules, backtest, grafana-dashboard";
+    "list, info, query, dmon, pmon, top, check, select, serve, eval, diagnose, cost, import, trace, rules, backtest, grafana-dashboard";
 
 constexpr std::string_view kUsage =
     "Usage: gpuscope [global options] <command> [options]\n"
@@ -45,6 +46,7 @@ constexpr std::string_view kUsage =
     "  info      driver, NVML library loaded, each GPU's identity, memory, clocks and limits\n"
     "  query     nvidia-smi --query-gpu / --query-compute-apps: same names and CSV, or numeric JSON\n"
     "  dmon      nvidia-smi dmon: one row per GPU per interval, or NDJSON\n"
+    "  pmon      nvidia-smi pmon: one row per process per GPU per interval\n"
     "  top       full-screen live view like nvtop: GPU util beside SM active, verdicts, processes\n"
     "  check     pre-flight health gate for a job: ECC, XIDs, row remaps, PCIe link, thermal,\n"
     "            persistence mode, driver vs CUDA runtime; exit 1 when a check fails\n"
@@ -136,6 +138,7 @@ int dispatch(std::span<const char* const> argv, Invocation& inv) {
   if (cl->verb == "info") return run_info(args, inv);
   if (cl->verb == "query") return run_query(args, inv);
   if (cl->verb == "dmon") return run_dmon(args, inv);
+  if (cl->verb == "pmon") return run_pmon(args, inv);
   if (cl->verb == "top") return run_top(args, inv);  // NVML, or an agent's API with --url
   if (cl->verb == "check") return run_health_check(args, inv);
   if (cl->verb == "select") return run_select(args, inv);

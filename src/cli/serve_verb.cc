@@ -14,11 +14,13 @@
 #include <fmt/format.h>
 
 #include "agent/agent.h"
+#include "cli/kubernetes_flags.h"
 #include "analysis/thresholds.h"
 #include "http/diagnosis_api.h"
 #include "http/http_server.h"
 #include "http/route_prefix.h"
 #include "promql/parser.h"
+#include "remote_write/receiver_config.h"
 #include "store/labels.h"
 #include "store/tsdb.h"
 
@@ -152,6 +154,17 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
                   "NAME=VALUE seen by rule templates as $externalLabels (e.g. cluster=prod); repeatable")
       ->type_name("NAME=VALUE");
   app->add_option("--external-url", o.external_url, "the URL rule templates see as $externalURL")->type_name("URL");
+  std::vector<std::string> remote_write_urls;
+  std::string remote_write_config;
+  app->add_option("--remote-write", remote_write_urls,
+                  "push the history to this Prometheus remote-write receiver (e.g. "
+                  "http://prometheus:9090/api/v1/write), resuming after outages and restarts; repeatable "
+                  "(see docs/remote-write.md)")
+      ->type_name("URL");
+  app->add_option("--remote-write.config", remote_write_config,
+                  "remote-write receivers with auth, headers, write_relabel_configs and queue settings, in "
+                  "Prometheus's remote_write format (see docs/remote-write.md)")
+      ->type_name("FILE");
   app->add_option("--config", o.notify_config,
                   "where alerts are sent and which actions they run: Alertmanagers, receivers (webhook, Slack, "
                   "PagerDuty, email) routed by labels, remediation commands (see deploy/notify.example.yml)")
@@ -222,6 +235,8 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
       ->group("");
   PriceFlags price_flags;
   add_price_flags(*app, price_flags);
+  KubernetesFlags kubernetes_flags;
+  add_kubernetes_flags(*app, kubernetes_flags);
   if (auto parsed = parse_arguments(*app, args); !parsed) return std::unexpected(parsed.error());
   if (o.fabric_sysfs_root.empty()) {
     if (const char* root = std::getenv("GPUSCOPE_SYSFS_ROOT"); root != nullptr) o.fabric_sysfs_root = root;
@@ -231,6 +246,9 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
     return std::unexpected(usage(fmt::format("invalid value '{}' for --fabric-interval (1s to 1h, or 0 for never)", fabric_interval)));
   }
   o.fabric_interval = no_fabric ? std::chrono::milliseconds(0) : std::chrono::duration_cast<std::chrono::milliseconds>(*fab);
+  auto kubernetes = select_kubernetes(kubernetes_flags);
+  if (!kubernetes) return std::unexpected(usage(kubernetes.error()));
+  o.kubernetes = std::move(*kubernetes);
   auto prices = select_prices(price_flags);
   if (!prices) return std::unexpected(usage(prices.error()));
   o.price_catalog = std::move(prices->catalog);
@@ -348,6 +366,19 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
   }
   if (!o.rule_specs.empty() && no_history) {
     return std::unexpected(usage("--rules needs the history that --no-history turns off: rules query it"));
+  }
+  for (const std::string& url : remote_write_urls) {
+    auto receiver = remote_write::receiver_from_url(url);
+    if (!receiver) return std::unexpected(usage(fmt::format("--remote-write: {}", receiver.error())));
+    o.remote_write.push_back(std::move(*receiver));
+  }
+  if (!remote_write_config.empty()) {
+    auto receivers = remote_write::load_receivers_file(remote_write_config);
+    if (!receivers) return std::unexpected(usage(fmt::format("--remote-write.config: {}", receivers.error())));
+    for (auto& r : *receivers) o.remote_write.push_back(std::move(r));
+  }
+  if (!o.remote_write.empty() && no_history) {
+    return std::unexpected(usage("--remote-write sends the history that --no-history turns off: drop one"));
   }
 
   auto address = http::parse_listen_address(listen);

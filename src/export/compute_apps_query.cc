@@ -18,7 +18,8 @@ struct AppColumnName {
   AppColumn column;
 };
 
-constexpr std::array<AppColumnName, 8> kNames{{
+constexpr std::array<AppColumnName, 9> kNames{{
+    {"timestamp", AppColumn::kTimestamp},
     {"pid", AppColumn::kPid},
     {"process_name", AppColumn::kProcessName},
     {"used_memory", AppColumn::kUsedMemory},
@@ -31,6 +32,7 @@ constexpr std::array<AppColumnName, 8> kNames{{
 
 std::string_view header_name(AppColumn column) {
   switch (column) {
+    case AppColumn::kTimestamp: return "timestamp";
     case AppColumn::kPid: return "pid";
     case AppColumn::kProcessName: return "process_name";
     case AppColumn::kUsedMemory: return "used_gpu_memory [MiB]";
@@ -51,8 +53,10 @@ std::string process_name(const model::ProcessSample& p) {
 
 std::string or_na(const std::string& s) { return s.empty() ? std::string(kNotAvailable) : s; }
 
-std::string app_text(AppColumn column, const GpuView& gpu, const model::ProcessSample& p, bool units) {
+std::string app_text(AppColumn column, const QueryContext& context, const GpuView& gpu, const model::ProcessSample& p,
+                     bool units) {
   switch (column) {
+    case AppColumn::kTimestamp: return smi_timestamp(context.time);
     case AppColumn::kPid: return fmt::format("{}", p.pid);
     case AppColumn::kProcessName: return process_name(p);
     case AppColumn::kUsedMemory:
@@ -95,7 +99,8 @@ std::string compute_apps_csv_header(std::span<const AppColumn> columns) {
   return line;
 }
 
-std::string compute_apps_csv_rows(std::span<const AppColumn> columns, std::span<const GpuView> gpus, CsvStyle style) {
+std::string compute_apps_csv_rows(std::span<const AppColumn> columns, const QueryContext& context,
+                                  std::span<const GpuView> gpus, CsvStyle style) {
   std::string out;
   for (const auto& gpu : gpus) {
     if (!gpu.sample.up) continue;
@@ -103,7 +108,7 @@ std::string compute_apps_csv_rows(std::span<const AppColumn> columns, std::span<
       if (!is_compute(p)) continue;
       for (std::size_t i = 0; i < columns.size(); ++i) {
         if (i > 0) out += ", ";
-        out += app_text(columns[i], gpu, p, style.units);
+        out += app_text(columns[i], context, gpu, p, style.units);
       }
       out += '\n';
     }
@@ -137,6 +142,7 @@ nlohmann::ordered_json compute_apps_json(std::span<const AppColumn> columns, con
       nlohmann::ordered_json row = nlohmann::ordered_json::object();
       for (auto column : columns) {
         switch (column) {
+          case AppColumn::kTimestamp: break;  // the document's timestamp
           case AppColumn::kPid: row["pid"] = p.pid; break;
           case AppColumn::kProcessName:
             if (!p.identity.name.empty()) row["process_name"] = p.identity.name;

@@ -4,6 +4,8 @@
 #include <array>
 #include <cmath>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -19,14 +21,14 @@ struct DmonColumn {
   std::string_view name;        // header line 1
   std::string_view unit_label;  // header line 2, as nvidia-smi prints it
   std::string_view json_unit;   // unit of the value, for the JSON key
-  std::optional<double> (*read)(const GpuSample& now, const GpuSample* previous, std::chrono::nanoseconds interval);
+  std::optional<double> (*read)(const DmonReading& r);
+  bool from_details = false;    // read from NvmlBackend::details, not from the sample
 };
 
 namespace {
 
-// nvidia-smi 580's layout: the index in 5 columns, then each value right-aligned in 6 after a space, and
-// a space at the end of every line (../shared/reference/real-h100/nvidia-smi/dmon_all.txt).
-constexpr int kIndexWidth = 5;
+// nvidia-smi 580's layout: the index in 5 columns (time_columns.h), then each value right-aligned in 6
+// after a space, and a space at the end of every line (../shared/reference/real-h100/nvidia-smi/dmon_all.txt).
 constexpr int kWidth = 6;
 
 std::optional<double> field(const GpuSample& s, FieldId id) {
@@ -47,37 +49,52 @@ std::optional<double> delta(const GpuSample& now, const GpuSample* previous, Fie
 }
 
 template <FieldId kId>
-std::optional<double> plain(const GpuSample& now, const GpuSample*, std::chrono::nanoseconds) {
-  return field(now, kId);
+std::optional<double> plain(const DmonReading& r) {
+  return field(r.now.sample, kId);
 }
 
 template <FieldId kId>
-std::optional<double> kb_to_mb(const GpuSample& now, const GpuSample*, std::chrono::nanoseconds) {
-  auto v = field(now, kId);
+std::optional<double> kb_to_mb(const DmonReading& r) {
+  auto v = field(r.now.sample, kId);
   if (!v) return std::nullopt;
   return *v / 1000.0;
 }
 
-std::optional<double> processor_clock(const GpuSample& now, const GpuSample*, std::chrono::nanoseconds) {
+std::optional<double> processor_clock(const DmonReading& r) {
   // nvidia-smi's pclk is the graphics clock; GPUs that report only the SM clock still get a value.
-  if (auto gr = field(now, FieldId::kGraphicsClock)) return gr;
-  return field(now, FieldId::kSmClock);
+  if (auto gr = field(r.now.sample, FieldId::kGraphicsClock)) return gr;
+  return field(r.now.sample, FieldId::kSmClock);
 }
 
-std::optional<double> power_violation(const GpuSample& now, const GpuSample* previous, std::chrono::nanoseconds interval) {
-  auto d = delta(now, previous, FieldId::kPowerViolation);
-  if (!d || interval.count() <= 0) return std::nullopt;
-  return std::clamp(*d * 100.0 / static_cast<double>(interval.count()), 0.0, 100.0);
+std::optional<double> power_violation(const DmonReading& r) {
+  auto d = delta(r.now.sample, r.previous, FieldId::kPowerViolation);
+  if (!d || r.interval.count() <= 0) return std::nullopt;
+  return std::clamp(*d * 100.0 / static_cast<double>(r.interval.count()), 0.0, 100.0);
 }
 
-std::optional<double> thermal_violation(const GpuSample& now, const GpuSample* previous, std::chrono::nanoseconds) {
-  auto d = delta(now, previous, FieldId::kThermalViolation);
+std::optional<double> thermal_violation(const DmonReading& r) {
+  auto d = delta(r.now.sample, r.previous, FieldId::kThermalViolation);
   if (!d) return std::nullopt;
   return *d > 0 ? 1.0 : 0.0;
 }
 
-// nvidia-smi's order; -s only picks groups.
-constexpr std::array<DmonColumn, 18> kColumns{{
+// The details columns: '-' while the GPU is down, whatever an earlier details read said.
+template <model::Answer<std::uint32_t> model::GpuDetails::*kMember>
+std::optional<double> detail_percent(const DmonReading& r) {
+  if (r.details == nullptr || !r.now.sample.up) return std::nullopt;
+  const auto& answer = r.details->*kMember;
+  if (!answer.ok()) return std::nullopt;
+  return static_cast<double>(*answer.value);
+}
+
+// Confidential-compute protected memory in use, in MiB like fb and bar1 (nvidia-smi labels them all MB).
+std::optional<double> protected_memory_used(const DmonReading& r) {
+  if (r.details == nullptr || !r.now.sample.up || !r.details->protected_memory.ok()) return std::nullopt;
+  return static_cast<double>(r.details->protected_memory.value->used) / (1024.0 * 1024.0);
+}
+
+// nvidia-smi 580's columns (dmon_all.txt), by group in the order of `-s pucvmet`.
+constexpr std::array<DmonColumn, 21> kColumns{{
     {'p', "pwr", "W", "W", plain<FieldId::kPowerUsage>},
     {'p', "gtemp", "C", "C", plain<FieldId::kGpuTemp>},
     {'p', "mtemp", "C", "C", plain<FieldId::kMemoryTemp>},
@@ -86,12 +103,15 @@ constexpr std::array<DmonColumn, 18> kColumns{{
     {'u', "mem", "%", "%", plain<FieldId::kMemCopyUtil>},
     {'u', "enc", "%", "%", plain<FieldId::kEncUtil>},
     {'u', "dec", "%", "%", plain<FieldId::kDecUtil>},
+    {'u', "jpg", "%", "%", detail_percent<&model::GpuDetails::jpg_util>, true},
+    {'u', "ofa", "%", "%", detail_percent<&model::GpuDetails::ofa_util>, true},
     {'c', "mclk", "MHz", "MHz", plain<FieldId::kMemClock>},
     {'c', "pclk", "MHz", "MHz", processor_clock},
     {'v', "pviol", "%", "%", power_violation},
     {'v', "tviol", "bool", "bool", thermal_violation},
     {'m', "fb", "MB", "MiB", plain<FieldId::kFbUsed>},
     {'m', "bar1", "MB", "MiB", plain<FieldId::kBar1Used>},
+    {'m', "ccpm", "MB", "MiB", protected_memory_used, true},
     {'e', "sbecc", "errs", "count", plain<FieldId::kEccSbeVolTotal>},
     {'e', "dbecc", "errs", "count", plain<FieldId::kEccDbeVolTotal>},
     {'e', "pci", "errs", "count", plain<FieldId::kPcieReplay>},
@@ -106,42 +126,73 @@ std::expected<DmonTable, UnknownDmonGroup> DmonTable::from_groups(std::string_vi
   for (char c : letters) {
     if (kAllGroups.find(c) == std::string_view::npos) return std::unexpected(UnknownDmonGroup{std::string(1, c)});
   }
+  // Groups in the order of the letters, as nvidia-smi prints them (`dmon -s mu`: fb bar1 ccpm sm mem ...);
+  // a letter given twice counts once.
   std::vector<const DmonColumn*> columns;
-  for (const auto& column : kColumns) {
-    if (letters.find(column.group) != std::string_view::npos) columns.push_back(&column);
+  for (std::size_t i = 0; i < letters.size(); ++i) {
+    if (letters.find(letters[i]) != i) continue;
+    for (const auto& column : kColumns) {
+      if (column.group == letters[i]) columns.push_back(&column);
+    }
   }
   return DmonTable(std::move(columns));
 }
 
-std::string DmonTable::header() const {
-  std::string names = "# gpu";
-  std::string units = "# Idx";
+bool DmonTable::needs_details() const {
+  return std::any_of(columns_.begin(), columns_.end(), [](const DmonColumn* c) { return c->from_details; });
+}
+
+std::string DmonTable::header(const DmonLayout& layout) const {
+  std::string out;
+  if (layout.csv) {
+    auto names = time_cells_names(layout.time);
+    auto units = time_cells_units(layout.time);
+    for (const auto* c : columns_) {
+      names.emplace_back(c->name);
+      units.emplace_back(c->unit_label);
+    }
+    if (layout.names) out += csv_line('#', names);
+    if (layout.units) out += csv_line('#', units);
+    return out;
+  }
+  std::string names = time_lead_names(layout.time);
+  std::string units = time_lead_units(layout.time);
   for (const auto* c : columns_) {
     names += fmt::format(" {:>{}}", c->name, kWidth);
     units += fmt::format(" {:>{}}", c->unit_label, kWidth);
   }
-  return names + " \n" + units + " \n";
+  if (layout.names) out += names + " \n";
+  if (layout.units) out += units + " \n";
+  return out;
 }
 
-std::string DmonTable::row(const GpuView& now, const model::GpuSample* previous, std::chrono::nanoseconds interval) const {
-  std::string line = fmt::format("{:>{}}", now.info.index, kIndexWidth);
+std::string DmonTable::row(const DmonLayout& layout, std::chrono::system_clock::time_point when,
+                           const DmonReading& r) const {
+  std::vector<std::string> cells;
+  cells.reserve(columns_.size());
   for (const auto* c : columns_) {
-    auto v = c->read(now.sample, previous, interval);
+    auto v = c->read(r);
     // The violation columns need two readings; on the first row nvidia-smi prints 0 for them, not "-"
     // (the JSON row leaves them out: nothing was measured yet).
-    if (!v && previous == nullptr && c->group == 'v' && now.sample.up) v = 0.0;
-    // Wider numbers (an H200's 143771 MiB) push the row right rather than lose digits, as nvidia-smi does.
-    line += v ? fmt::format(" {:>{}}", std::llround(*v), kWidth) : fmt::format(" {:>{}}", "-", kWidth);
+    if (!v && r.previous == nullptr && c->group == 'v' && r.now.sample.up) v = 0.0;
+    cells.push_back(v ? fmt::format("{}", std::llround(*v)) : std::string("-"));
   }
+  if (layout.csv) {
+    auto all = time_cells_row(layout.time, when, r.now.info.index);
+    all.insert(all.end(), cells.begin(), cells.end());
+    return csv_line(' ', all);
+  }
+  std::string line = time_lead_row(layout.time, when, r.now.info.index);
+  // Wider numbers (an H200's 143771 MiB) push the row right rather than lose digits, as nvidia-smi does.
+  for (const auto& cell : cells) line += fmt::format(" {:>{}}", cell, kWidth);
   line += " \n";
   return line;
 }
 
-nlohmann::ordered_json DmonTable::row_json(const GpuView& now, const model::GpuSample* previous,
-                                           std::chrono::nanoseconds interval) const {
-  nlohmann::ordered_json row = {{"index", now.info.index}};
+nlohmann::ordered_json DmonTable::row_json(const DmonReading& r) const {
+  nlohmann::ordered_json row = {{"index", r.now.info.index}};
   for (const auto* c : columns_) {
-    auto v = c->read(now.sample, previous, interval);
+    auto v = c->read(r);
     if (!v) continue;
     if (auto number = json_number(*v); !number.is_null()) row[json_key(c->name, c->json_unit)] = std::move(number);
   }

@@ -130,19 +130,33 @@ void write_gpu_metrics(ExpositionWriter& w, const model::Snapshot& snapshot, std
   }
   std::vector<GpuRow> all;  // every GPU found at start, up or down
   std::vector<GpuRow> up;
+  std::vector<GpuRow> process_rows;  // `up`, with the pod labels only where they are the processes' own
   for (const auto& info : gpus) {
     const auto it = std::ranges::find(snapshot.gpus, info.index, &model::GpuSample::index);
     const model::GpuSample* sample = it == snapshot.gpus.end() ? nullptr : &*it;
     const std::string labels = gpu_labels(info, system, set, options).text();
+    // serve --kubernetes, as dcgm-exporter: the container holding the GPU, and no such labels while none does.
+    std::string pod_labels;
+    if (sample != nullptr && sample->kubernetes_pod) {
+      const auto& pod = *sample->kubernetes_pod;
+      pod_labels = "," + LabelSet().add("pod", pod.pod).add("namespace", pod.namespace_name).add("container", pod.container).text();
+    }
+    // A process is in the GPU's container when that is the GPU's only one; on a GPU several containers share,
+    // the GPU's labels name one of them, which may not be the process's.
+    const bool shared = sample != nullptr && sample->kubernetes_gpu_shared;
+    const std::string process_pod_labels = shared ? std::string() : pod_labels;
     // As dcgm-exporter: a GPU shared by several HPC jobs has each of its series once per job.
     std::vector<std::string> per_job;
     if (sample != nullptr) {
-      for (const auto& job : sample->hpc_jobs) per_job.push_back(labels + "," + LabelSet().add("hpc_job", job).text());
+      for (const auto& job : sample->hpc_jobs) per_job.push_back("," + LabelSet().add("hpc_job", job).text());
     }
-    if (per_job.empty()) per_job.push_back(labels);
-    for (auto& l : per_job) {
-      GpuRow row{sample, std::move(l), info.index};
-      if (sample != nullptr && sample->up) up.push_back(row);
+    if (per_job.empty()) per_job.emplace_back();
+    for (const auto& job : per_job) {
+      GpuRow row{sample, labels + pod_labels + job, info.index};
+      if (sample != nullptr && sample->up) {
+        up.push_back(row);
+        process_rows.push_back({sample, labels + process_pod_labels + job, info.index});
+      }
       all.push_back(std::move(row));
     }
   }
@@ -233,7 +247,7 @@ void write_gpu_metrics(ExpositionWriter& w, const model::Snapshot& snapshot, std
     }
   }
 
-  write_processes(w, up, options);
+  write_processes(w, process_rows, options);
 }
 
 }  // namespace gpuscope::exporter

@@ -40,7 +40,8 @@ LabelSet gpu_labels(const model::GpuInfo& info, const model::SystemInfo& system,
 // Writes the families of one snapshot. A GPU that is down has only gpuscope_gpu_up 0 and its hourly
 // price (not a reading: a lost GPU is still paid for); a field a GPU does not support has no series
 // (never 0). A GPU with HPC jobs has each series once per job, with an
-// `hpc_job` label.
+// `hpc_job` label. A GPU a Kubernetes container holds (serve --kubernetes) has `pod`, `namespace` and
+// `container` labels, its per-process series too unless several containers share the GPU.
 void write_gpu_metrics(ExpositionWriter& writer, const model::Snapshot& snapshot,
                        std::span<const model::GpuInfo> gpus, const model::SystemInfo& system, const MetricSet& set,
                        const GpuMetricsOptions& options);

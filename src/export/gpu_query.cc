@@ -55,7 +55,7 @@ std::expected<std::vector<GpuColumn>, UnknownQueryName> parse_gpu_query(std::str
   std::vector<GpuColumn> columns;
   for (std::string_view asked : split_name_list(names)) {
     if (asked.empty()) return std::unexpected(UnknownQueryName{});
-    const std::string_view name = model::FieldCatalog::canonical_smi_name(asked);
+    const std::string_view name = canonical_detail_name(model::FieldCatalog::canonical_smi_name(asked));
     bool found = false;
     for (const auto& id : kIdentityNames) {
       if (id.name == name) {
@@ -69,6 +69,10 @@ std::expected<std::vector<GpuColumn>, UnknownQueryName> parse_gpu_query(std::str
       columns.push_back({std::string(name), *field});
       continue;
     }
+    if (auto detail = detail_column_by_name(name)) {
+      columns.push_back({std::string(name), *detail});
+      continue;
+    }
     // nvidia-smi has no names for the profiling ratios (SM active, tensor pipes, DRAM) that show
     // whether the chip is busy: DCGM's names reach every catalog field.
     if (auto field = FieldCatalog::by_dcgm_name(asked)) {
@@ -78,6 +82,13 @@ std::expected<std::vector<GpuColumn>, UnknownQueryName> parse_gpu_query(std::str
     return std::unexpected(UnknownQueryName{std::string(asked)});
   }
   return columns;
+}
+
+bool needs_details(std::span<const GpuColumn> columns) {
+  for (const auto& column : columns) {
+    if (std::holds_alternative<DetailColumn>(column.source)) return true;
+  }
+  return false;
 }
 
 std::optional<std::string> identity_text(IdentityColumn column, const QueryContext& context, const GpuView& gpu) {
@@ -120,6 +131,9 @@ std::string gpu_query_help() {
     for (const auto& [alias, real] : FieldCatalog::smi_aliases()) {
       if (real == name) out += fmt::format(" or \"{}\"", alias);
     }
+    for (const auto& [alias, real] : detail_aliases()) {
+      if (real == name) out += fmt::format(" or \"{}\"", alias);
+    }
     return out;
   };
   std::string out = "List of valid properties to query for the switch \"--query-gpu=\":\n\n";
@@ -128,6 +142,11 @@ std::string gpu_query_help() {
     if (def.smi_name.empty()) continue;
     out += fmt::format("{}\n{}{}\n\n", spellings(def.smi_name), def.help,
                        def.dcgm_name.empty() ? std::string() : fmt::format(" (also {})", def.dcgm_name));
+  }
+  for (const DetailColumn column : detail_columns()) {
+    const std::string_view unit = detail_column_unit(column);
+    out += fmt::format("{}\n{}{}\n\n", spellings(detail_column_name(column)), detail_column_help(column),
+                       unit.empty() ? std::string() : fmt::format(" In {}.", unit));
   }
   out += "Beyond nvidia-smi's names, these DCGM names of gpuscope's catalog are columns too:\n\n";
   for (const auto& def : FieldCatalog::all()) {
@@ -143,6 +162,7 @@ std::vector<std::string> gpu_query_names() {
   for (const auto& def : FieldCatalog::all()) {
     if (!def.smi_name.empty()) names.emplace_back(def.smi_name);
   }
+  for (const DetailColumn column : detail_columns()) names.emplace_back(detail_column_name(column));
   return names;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "export/gpu_view.h"
+#include "export/smi_detail_columns.h"
 #include "model/field_catalog.h"
 
 namespace gpuscope::exporter {
@@ -32,8 +33,12 @@ enum class IdentityColumn : std::uint8_t {
 
 struct GpuColumn {
   std::string name;  // nvidia-smi's canonical name, printed in the header whatever alias was asked for
-  std::variant<IdentityColumn, model::FieldId> source;
+  // DetailColumn: read from model::GpuDetails (NvmlBackend::details), not from the sampled reading.
+  std::variant<IdentityColumn, model::FieldId, DetailColumn> source;
 };
+
+// Whether any of `columns` reads model::GpuDetails: only then is NvmlBackend::details worth its calls.
+bool needs_details(std::span<const GpuColumn> columns);
 
 // The name a query list could not resolve; empty when the list had an empty entry ("index,,name").
 struct UnknownQueryName {

@@ -15,6 +15,9 @@ std::string gpu_query_csv_header(std::span<const GpuColumn> columns) {
     if (const auto* field = std::get_if<model::FieldId>(&columns[i].source)) {
       const auto& def = model::FieldCatalog::get(*field);
       if (!def.smi_unit.empty()) line += fmt::format(" [{}]", def.smi_unit);
+    } else if (const auto* detail = std::get_if<DetailColumn>(&columns[i].source)) {
+      const std::string_view unit = detail_column_unit(*detail);
+      if (!unit.empty()) line += fmt::format(" [{}]", unit);
     }
   }
   line += '\n';
@@ -22,9 +25,12 @@ std::string gpu_query_csv_header(std::span<const GpuColumn> columns) {
 }
 
 std::string gpu_query_csv_rows(std::span<const GpuColumn> columns, const QueryContext& context,
-                               std::span<const GpuView> gpus, CsvStyle style) {
+                               std::span<const GpuView> gpus, CsvStyle style,
+                               std::span<const model::GpuDetails> details) {
+  static const model::GpuDetails kUnread;
   std::string out;
-  for (const auto& gpu : gpus) {
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    const auto& gpu = gpus[g];
     for (std::size_t i = 0; i < columns.size(); ++i) {
       if (i > 0) out += ", ";
       if (const auto* identity = std::get_if<IdentityColumn>(&columns[i].source)) {
@@ -35,6 +41,12 @@ std::string gpu_query_csv_rows(std::span<const GpuColumn> columns, const QueryCo
         } else {
           out += kNotAvailable;
         }
+        continue;
+      }
+      if (const auto* detail = std::get_if<DetailColumn>(&columns[i].source)) {
+        out += gpu.sample.up ? detail_csv_text(*detail, detail_cell(*detail, g < details.size() ? details[g] : kUnread),
+                                               style.units)
+                             : down_text(gpu.sample);
         continue;
       }
       const auto field = std::get<model::FieldId>(columns[i].source);

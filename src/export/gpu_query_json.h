@@ -17,7 +17,9 @@ namespace gpuscope::exporter {
 // does not support is absent (never 0); a field whose read failed is absent too and named with NVML's
 // error text under the GPU's "errors" object ({"power.draw":"Unknown Error"}). A GPU that is down keeps
 // its identity columns and lists every requested field under "errors".
+// Detail columns read `details[k]` for gpus[k] (as gpu_query_csv_rows): a number under a key with its
+// unit, a word ("Enabled") or hex id ("0x233010DE") as a string under the bare name.
 nlohmann::ordered_json gpu_query_json(std::span<const GpuColumn> columns, const QueryContext& context,
-                              std::span<const GpuView> gpus);
+                              std::span<const GpuView> gpus, std::span<const model::GpuDetails> details = {});
 
 }  // namespace gpuscope::exporter

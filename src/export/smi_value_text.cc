@@ -27,8 +27,9 @@ std::string smi_value_text(const model::FieldDef& def, const model::FieldValue& 
     case SmiFormat::kFixed2: text = fmt::format("{:.2f}", v); break;
     case SmiFormat::kPstateName: text = fmt::format("P{}", std::llround(v)); break;
     case SmiFormat::kHex64:
-      // Clamped: casting a double beyond uint64's range is undefined behaviour.
-      text = fmt::format("0x{:016x}", v <= 0 ? std::uint64_t{0}
+      // Upper-case digits, as nvidia-smi prints them (0x00000000000001FF). Clamped: casting a double
+      // beyond uint64's range is undefined behaviour.
+      text = fmt::format("0x{:016X}", v <= 0 ? std::uint64_t{0}
                                              : v >= 1.8e19 ? ~std::uint64_t{0} : static_cast<std::uint64_t>(v));
       break;
     case SmiFormat::kYesNo: text = v != 0 ? "Yes" : "No"; break;

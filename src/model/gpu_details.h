@@ -186,6 +186,9 @@ struct GpuDetails {
   Answer<std::uint32_t> module_power_max_limit_mw;
   // Power smoothing (fields 251-268); NOT_SUPPORTED before Blackwell. Keyed by field id - 251.
   std::array<Answer<std::uint64_t>, 18> power_smoothing;
+  // The power floors nvidia-smi 580's power_smoothing.* names print (fields 275-288: primary and
+  // secondary floor, window multiplier, current profile and admin override). Keyed by field id - 275.
+  std::array<Answer<std::uint64_t>, 14> power_smoothing_floors;
 
   // Confidential compute.
   Answer<MemoryBytes> protected_memory;

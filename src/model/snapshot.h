@@ -65,6 +65,14 @@ struct EventCounts {
   std::uint64_t double_bit_ecc = 0;
 };
 
+// A container on a Kubernetes node, as the kubelet's pod-resources API names it.
+struct KubernetesPod {
+  std::string pod;
+  std::string namespace_name;
+  std::string container;
+  bool operator==(const KubernetesPod&) const = default;
+};
+
 struct GpuSample {
   unsigned index = 0;
   bool up = true;          // false while the GPU answers GPU_IS_LOST (or its handle is gone)
@@ -75,6 +83,12 @@ struct GpuSample {
   EventCounts events;
   // HPC jobs on this GPU, from the scheduler's mapping files (dcgm-exporter's hpc_job label).
   std::vector<std::string> hpc_jobs;
+  // serve --kubernetes: the container the kubelet allocated this GPU to (dcgm-exporter's pod, namespace,
+  // container labels); none while no container holds it.
+  std::optional<KubernetesPod> kubernetes_pod;
+  // Several containers hold a part of this GPU (time-slicing, MIG devices of different pods): kubernetes_pod
+  // names the last of them, so its per-process series get no pod labels.
+  bool kubernetes_gpu_shared = false;
 
   const FieldValue& operator[](FieldId id) const { return fields[index_of(id)]; }
   FieldValue& operator[](FieldId id) { return fields[index_of(id)]; }

@@ -379,6 +379,12 @@ typedef struct nvmlClkMonStatus_status {
   nvmlClkMonFaultInfo_t clkMonList[32];
 } nvmlClkMonStatus_t;
 
+typedef struct {
+  unsigned int currentMode;
+  unsigned int mode;
+  unsigned int supportedPowerMizerModes;
+} nvmlDevicePowerMizerModes_v1_t;
+
 typedef struct nvmlSample_st {
   unsigned long long timeStamp;  // CPU time, µs
   nvmlValue_t sampleValue;
@@ -684,6 +690,12 @@ nvmlReturn_t nvmlDeviceGetC2cModeInfoV(nvmlDevice_t device, nvmlC2cModeInfo_v1_t
 nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link, int* isActive);
 nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t device, unsigned int link, int* pNvLinkDeviceType);
 nvmlReturn_t nvmlGpmQueryIfStreamingEnabled(nvmlDevice_t device, unsigned int* state);
+nvmlReturn_t nvmlDeviceGetTopologyGpuSet(unsigned int cpuNumber, unsigned int* count, nvmlDevice_t* deviceArray);
+nvmlReturn_t nvmlDeviceGetPowerMizerMode_v1(nvmlDevice_t device, nvmlDevicePowerMizerModes_v1_t* powerMizerMode);
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int* infoCount,
+                                                        nvmlProcessInfo_t* infos);
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses(nvmlDevice_t device, unsigned int* infoCount,
+                                                     nvmlProcessInfo_v1_t* infos);
 
 nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set);
 nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set);
@@ -767,3 +779,4 @@ static_assert(sizeof(nvmlDeviceCurrentClockFreqs_t) == 2052);
 static_assert(sizeof(nvmlGpuDynamicPstatesInfo_t) == 132);
 static_assert(sizeof(nvmlClkMonStatus_t) == 264);
 static_assert(sizeof(nvmlSample_t) == 16);
+static_assert(sizeof(nvmlDevicePowerMizerModes_v1_t) == 12);

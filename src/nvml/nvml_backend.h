@@ -13,6 +13,7 @@
 #include "model/gpu_info.h"
 #include "model/snapshot.h"
 #include "nvml/nvml_abi.h"
+#include "nvml/process_engines.h"
 
 namespace gpuscope::nvml {
 
@@ -82,6 +83,12 @@ class NvmlBackend {
   // member read. Implemented in device_details.cc.
   enum class DetailSet : std::uint8_t { kAll, kDmon };
   model::GpuDetails details(std::size_t gpu, DetailSet set = DetailSet::kAll);
+
+  // Per-process engine utilization samples of GPU `gpu` newer than `since_us` (pass the newest time_us
+  // of the previous call, 0 for all the driver keeps): nvmlDeviceGetProcessesUtilizationInfo, or
+  // nvmlDeviceGetProcessUtilization (no jpg/ofa) where the driver lacks it. For pmon; implemented in
+  // process_engines.cc.
+  ProcessEngineReading process_engines(std::size_t gpu, unsigned long long since_us);
 
   // The library's clock: the simulator's (virtual or real) when it has one, else the system clock.
   std::chrono::system_clock::time_point now() const;

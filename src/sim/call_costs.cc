@@ -95,6 +95,64 @@ constexpr auto kH100Inferred = std::to_array<FunctionRow>({
     {"nvmlDeviceGetBAR1MemoryInfo", 140.0, 0},
 });
 
+// The queries nvidia-smi adds beyond the sampled catalog, never timed on the real driver: charged like
+// the measured call that reads the same driver state (a static fact cached by the library: ~1 us like
+// GetName/GetPciInfo; ECC by location like the ECC totals; per-process utilization like
+// GetProcessUtilization, the same sample buffer).
+constexpr auto kH100Unmeasured = std::to_array<FunctionRow>({
+    {"nvmlDeviceGetJpgUtilization", 0.4, 0},  // as GetEncoderUtilization
+    {"nvmlDeviceGetOfaUtilization", 0.4, 0},
+    {"nvmlDeviceGetProcessesUtilizationInfo", 890.0, 0},
+    {"nvmlDeviceGetSamples", 10.0, 0},
+    {"nvmlDeviceGetMemoryErrorCounter", 4.6, 0},  // as GetTotalEccErrors
+    {"nvmlDeviceGetSramEccErrorStatus", 4.6, 0},
+    {"nvmlDeviceGetRemappedRows_v2", 0.5, 0},  // as GetRemappedRows
+    {"nvmlDeviceGetRowRemapperHistogram", 0.5, 0},
+    {"nvmlDeviceGetCurrentClockFreqs", 5.0, 0},
+    {"nvmlDeviceGetDynamicPstatesInfo", 2.0, 0},
+    {"nvmlDeviceGetMarginTemperature", 0.5, 0},  // as GetTemperature
+    {"nvmlDeviceGetPlatformInfo", 5.0, 0},
+    {"nvmlDeviceGetGpuFabricInfoV", 5.0, 0},
+    {"nvmlDeviceGetPcieSpeed", 0.6, 0},  // as GetCurrPcieLinkGeneration
+    {"nvmlDeviceGetPcieLinkMaxSpeed", 0.6, 0},
+    {"nvmlDeviceGetGpuMaxPcieLinkGeneration", 0.6, 0},
+    {"nvmlDeviceGetPowerManagementLimitConstraints", 1.2, 0},  // as GetPowerUsage
+    {"nvmlDeviceGetPowerState", 0.4, 0},                       // as GetPerformanceState
+    {"nvmlDeviceGetSupportedClocksEventReasons", 0.6, 0},
+    {"nvmlDeviceGetSupportedClocksThrottleReasons", 0.6, 0},
+    {"nvmlDeviceGetApplicationsClock", 0.7, 0},  // as GetClockInfo
+    {"nvmlDeviceGetDefaultApplicationsClock", 0.7, 0},
+    {"nvmlDeviceGetMaxCustomerBoostClock", 0.7, 0},
+    {"nvmlDeviceGetSupportedMemoryClocks", 1.0, 0},
+    {"nvmlDeviceGetInforomImageVersion", 1.0, 0},
+    {"nvmlDeviceGetInforomVersion", 1.0, 0},
+    {"nvmlDeviceGetInforomConfigurationChecksum", 1.0, 0},
+    {"nvmlDeviceValidateInforom", 10.0, 0},
+    {"nvmlDeviceGetGspFirmwareVersion", 1.0, 0},
+    {"nvmlDeviceGetGspFirmwareMode", 1.0, 0},
+    {"nvmlDeviceGetConfComputeMemSizeInfo", 1.0, 0},
+    {"nvmlDeviceGetConfComputeProtectedMemoryUsage", 1.0, 0},
+    {"nvmlDeviceGetMemoryBusWidth", 0.4, 0},
+    {"nvmlDeviceGetBoardId", 0.4, 0},
+    {"nvmlDeviceGetModuleId", 0.4, 0},
+    {"nvmlDeviceGetBrand", 0.4, 0},
+    {"nvmlDeviceGetNumFans", 0.4, 0},
+    {"nvmlDeviceGetIrqNum", 0.4, 0},
+    {"nvmlDeviceGetAccountingMode", 0.4, 0},
+    {"nvmlDeviceGetAccountingBufferSize", 0.4, 0},
+    {"nvmlDeviceGetPowerManagementMode", 0.4, 0},
+    {"nvmlDeviceGetPowerSource", 0.4, 0},
+    {"nvmlDeviceGetDefaultEccMode", 0.4, 0},
+    {"nvmlDeviceGetVirtualizationMode", 0.4, 0},
+    {"nvmlDeviceGetAddressingMode", 0.4, 0},
+    {"nvmlDeviceGetC2cModeInfoV", 0.4, 0},
+    {"nvmlDeviceGetAdaptiveClockInfoStatus", 0.4, 0},
+    {"nvmlDeviceGetGpcClkVfOffset", 0.4, 0},
+    {"nvmlDeviceGetMemClkVfOffset", 0.4, 0},
+    {"nvmlDeviceGetNvLinkState", 0.4, 0},
+    {"nvmlGpmQueryIfStreamingEnabled", 0.4, 0},
+});
+
 // nvmlDeviceGetFieldValues: the call itself, then each field. nvml_call_costs.txt times batches of
 // callcost.c's ids[] list (1, 2, 4, 8, 16, 32 fields); these rows reproduce all six figures:
 //   {186}                       0.9 us   = call 0.5 + power 0.4
@@ -146,6 +204,7 @@ CallCostTable h100_580() {
   for (const auto& r : kH100Measured) t.functions[std::string(r.function)] = {us(r.cpu_us), us(r.blocked_us)};
   for (const auto& [alias, of] : kH100Aliases) t.functions[std::string(alias)] = t.functions.at(std::string(of));
   for (const auto& r : kH100Inferred) t.functions[std::string(r.function)] = {us(r.cpu_us), us(r.blocked_us)};
+  for (const auto& r : kH100Unmeasured) t.functions[std::string(r.function)] = {us(r.cpu_us), us(r.blocked_us)};
   t.functions["nvmlDeviceGetFieldValues"] = {us(kFieldValuesCallUs), {}};
   for (const auto& r : kH100Fields) t.fields[r.field_id] = FieldCost{{us(r.cpu_us), {}}, std::string(r.shared)};
   return t;

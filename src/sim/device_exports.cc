@@ -1,5 +1,5 @@
 // NVML's per-device queries: identity, memory, utilization, power, thermals, clocks, throttling,
-// ECC and memory repair, PCIe, MIG and the batched field values.
+// ECC and memory repair, PCIe, MIG (field values: field_exports.cc).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -14,7 +14,7 @@ using namespace gpuscope::sim;
 
 namespace {
 
-constexpr unsigned kCodecPeriodUs = 167000;
+constexpr unsigned kCodecPeriodUs = 100000;  // the real H100's, idle
 
 unsigned percent(double ratio) { return static_cast<unsigned>(std::lround(std::clamp(ratio, 0.0, 1.0) * 100.0)); }
 unsigned milli(double x) { return static_cast<unsigned>(std::lround(x * 1000.0)); }
@@ -455,99 +455,6 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t de
   return codec_utilization("nvmlDeviceGetDecoderUtilization", device, utilization, samplingPeriodUs);
 }
 
-GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount,
-                                                          nvmlFieldValue_t* values) {
-  return device_call("nvmlDeviceGetFieldValues", device, [&](Simulator& sim, SimDevice& d, double t) {
-    if (valuesCount < 0 || (valuesCount > 0 && values == nullptr)) return NVML_ERROR_INVALID_ARGUMENT;
-    // The driver charges a batch by its field ids (call_costs.h): the energy counter's 4 ms each time.
-    if (!sim.costs().fields.empty()) {
-      std::vector<unsigned> ids(static_cast<std::size_t>(valuesCount));
-      for (int i = 0; i < valuesCount; ++i) ids[static_cast<std::size_t>(i)] = values[i].fieldId;
-      CallCharge::add(sim.costs().field_values(ids));
-    }
-    const Reading& r = d.physics.at(t);
-    const auto timestamp_us = static_cast<long long>(sim.clock().wall_ns_at(t) / 1000);
-    std::optional<HealthCounts> health;
-    const auto counts = [&]() -> const HealthCounts& {
-      if (!health) health = sim.health(d.index, t);
-      return *health;
-    };
-    for (int i = 0; i < valuesCount; ++i) {
-      nvmlFieldValue_t& f = values[i];
-      f.timestamp = timestamp_us;
-      f.latencyUsec = 0;
-      f.nvmlReturn = NVML_SUCCESS;
-      f.value.ullVal = 0;
-      const auto set_uint = [&](unsigned v) {
-        f.valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
-        f.value.uiVal = v;
-      };
-      const auto set_ull = [&](unsigned long long v) {
-        f.valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
-        f.value.ullVal = v;
-      };
-      const bool nvlink = d.model.nvlink_links > 0;
-      switch (f.fieldId) {
-        case NVML_FI_DEV_ECC_SBE_VOL_TOTAL:
-          set_ull(counts().sbe);
-          break;
-        case NVML_FI_DEV_ECC_DBE_VOL_TOTAL:
-          set_ull(counts().dbe);
-          break;
-        case NVML_FI_DEV_MEMORY_TEMP:
-          if (d.model.hbm) {
-            set_uint(static_cast<unsigned>(std::lround(r.mem_temp_c)));
-          } else {
-            f.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
-          }
-          break;
-        case NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION:
-          set_ull(static_cast<unsigned long long>(r.energy_j * 1000.0));
-          break;
-        case NVML_FI_DEV_NVLINK_LINK_COUNT:
-          if (nvlink) {
-            set_uint(d.model.nvlink_links);
-          } else {
-            f.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
-          }
-          break;
-        case NVML_FI_DEV_PCIE_REPLAY_COUNTER:
-          set_uint(static_cast<unsigned>(r.pcie_replays));
-          break;
-        case NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX:
-        case NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX:
-          // KiB since the driver loaded, summed over links (scopeId is not looked at).
-          if (nvlink) {
-            const Metric m = f.fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX ? kNvlinkTxMiBps : kNvlinkRxMiBps;
-            set_ull(static_cast<unsigned long long>(r.metric_integral[m] * 1024.0));
-          } else {
-            f.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
-          }
-          break;
-        case NVML_FI_DEV_POWER_AVERAGE:
-        case NVML_FI_DEV_POWER_INSTANT:
-          set_uint(milli(r.power_w));
-          break;
-        case NVML_FI_DEV_PERF_POLICY_POWER:
-        case NVML_FI_DEV_PERF_POLICY_THERMAL:
-        case NVML_FI_DEV_PERF_POLICY_SYNC_BOOST:
-        case NVML_FI_DEV_PERF_POLICY_BOARD_LIMIT:
-        case NVML_FI_DEV_PERF_POLICY_LOW_UTILIZATION:
-        case NVML_FI_DEV_PERF_POLICY_RELIABILITY:
-          // The violation counters of nvmlDeviceGetViolationStatus, in the same nanoseconds (as the real
-          // driver answers: nvml_answers.json).
-          set_ull(static_cast<unsigned long long>(
-              std::llround(r.violation_s[f.fieldId - NVML_FI_DEV_PERF_POLICY_POWER] * 1e9)));
-          break;
-        default:
-          f.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
-          break;
-      }
-    }
-    return NVML_SUCCESS;
-  });
-}
-
 GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* currentMode,
                                                       unsigned int* pendingMode) {
   return device_call("nvmlDeviceGetMigMode", device, [&](Simulator&, SimDevice& d, double) {
@@ -612,7 +519,8 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetDisplayActive(nvmlDevice_t device,
   return int_value("nvmlDeviceGetDisplayActive", device, isActive, [](const SimDevice&) { return 0; });
 }
 GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetDisplayMode(nvmlDevice_t device, int* display) {
-  return int_value("nvmlDeviceGetDisplayMode", device, display, [](const SimDevice&) { return 0; });
+  // 1 as the real H100 answers: nvidia-smi -q reads "Display Attached: Yes" (the VGA stub), nothing active.
+  return int_value("nvmlDeviceGetDisplayMode", device, display, [](const SimDevice&) { return 1; });
 }
 
 // The driver model (WDDM/TCC) is a Windows notion.

@@ -101,6 +101,18 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevic
                            infos);
 }
 
+GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v2(nvmlDevice_t device,
+                                                                            unsigned int* infoCount,
+                                                                            nvmlProcessInfo_t* infos) {
+  return running_processes("nvmlDeviceGetMPSComputeRunningProcesses_v2", ListKind::kMps, false, device, infoCount,
+                           infos);
+}
+GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses(nvmlDevice_t device, unsigned int* infoCount,
+                                                                         nvmlProcessInfo_v1_t* infos) {
+  return running_processes("nvmlDeviceGetMPSComputeRunningProcesses", ListKind::kMps, false, device, infoCount,
+                           infos);
+}
+
 // One sample per process per 1 s cell, stamped with the cell's start; the GPU's activity is shared
 // evenly among the processes on it.
 GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,

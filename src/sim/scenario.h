@@ -66,6 +66,7 @@ struct GpuSpec {
   unsigned pcie_gen = 0;     // current link generation while busy
   unsigned pcie_width = 0;
   bool mig_enabled = false;
+  bool nvlink = true;  // false: the model's NVLink is absent (an SXM board passed through to a VM alone)
   std::vector<Phase> phases;  // sorted by at_s; phases[0].at_s == 0
 };
 
@@ -143,10 +144,11 @@ enum class DriverProfile { kCurrent, kR535 };
 
 struct NodeSpec {
   std::string hostname = "sim-node";
-  std::string driver_version = "550.54.15";
-  int cuda_driver_version = 12040;
+  std::string driver_version = "580.159.04";
+  int cuda_driver_version = 13000;
   DriverProfile driver_profile = DriverProfile::kCurrent;
   bool driver_loaded = true;
+  bool passthrough = false;  // the GPUs are passed through to a VM (nvmlDeviceGetVirtualizationMode)
 };
 
 struct Scenario {

@@ -221,7 +221,8 @@ class Parser {
   }
 
   void parse_node(const YAML::Node& n) {
-    const Map m(n, "node", {"hostname", "driver_version", "cuda_driver_version", "driver_profile", "driver_loaded"});
+    const Map m(n, "node", {"hostname", "driver_version", "cuda_driver_version", "driver_profile", "driver_loaded",
+                                  "virtualization"});
     if (auto v = m.get("hostname")) {
       s_.node.hostname = scalar(*v, "hostname");
       if (s_.node.hostname.empty() || s_.node.hostname.size() > 63) fail(*v, "hostname must be 1-63 characters");
@@ -246,6 +247,13 @@ class Parser {
       }
     }
     if (auto v = m.get("driver_loaded")) s_.node.driver_loaded = boolean(*v, "driver_loaded");
+    if (auto v = m.get("virtualization")) {
+      const std::string mode = scalar(*v, "virtualization");
+      if (mode != "none" && mode != "passthrough") {
+        fail(*v, "unknown virtualization '" + mode + "' (known: none, passthrough)");
+      }
+      s_.node.passthrough = mode == "passthrough";
+    }
   }
 
   const GpuModel* model(const YAML::Node& n) {
@@ -281,7 +289,7 @@ class Parser {
     if (auto v = m.get("overrides")) {
       if (!v->IsSequence()) fail(*v, "overrides must be a list");
       for (const auto& item : *v) {
-        const Map o(item, "a gpu override", {"gpu", "model", "power_limit", "pcie_gen", "pcie_width", "mig"});
+        const Map o(item, "a gpu override", {"gpu", "model", "power_limit", "pcie_gen", "pcie_width", "mig", "nvlink"});
         const unsigned idx = gpu_index(o.require("gpu", "a gpu override"));
         GpuSpec& g = s_.gpus[idx];
         if (auto mv = o.get("model")) {
@@ -295,6 +303,7 @@ class Parser {
           g.pcie_width = static_cast<unsigned>(uinteger(*pv, "pcie_width", 1, g.model->pcie_width));
           if ((g.pcie_width & (g.pcie_width - 1)) != 0) fail(*pv, "pcie_width must be 1, 2, 4, 8 or 16");
         }
+        if (auto pv = o.get("nvlink")) g.nvlink = boolean(*pv, "nvlink");
         if (auto pv = o.get("mig")) {
           g.mig_enabled = boolean(*pv, "mig");
           if (g.mig_enabled && g.model->max_mig_devices == 0) {
@@ -773,8 +782,8 @@ description: 8x H100 80GB HBM3, data-parallel training
 seed: 42
 node:
   hostname: dgx-h100-sim-01
-  driver_version: "550.54.15"
-  cuda_driver_version: 12040
+  driver_version: "580.159.04"
+  cuda_driver_version: 13000
 gpus:
   count: 8
   model: NVIDIA H100 80GB HBM3

@@ -136,19 +136,19 @@ TEST_F(CheckVerb, ACriticalXidWhereNoGpuIsFailsTheNode) {
 }
 
 TEST_F(CheckVerb, ACudaRuntimeNewerThanTheDriverFailsTheDriverCheck) {
-  // The built-in node's driver 550.54.15 supports CUDA 12.4.
-  auto newer = sim("", {"check", "--cuda-runtime", "12.8", "--fail-on", "driver"});
+  // The built-in node's driver 580.159.04 supports CUDA 13.0.
+  auto newer = sim("", {"check", "--cuda-runtime", "13.1", "--fail-on", "driver"});
   EXPECT_EQ(newer.code, 1);
-  EXPECT_THAT(newer.out, StartsWith("FAIL driver: the driver 550.54.15 supports CUDA 12.4, older than the job's CUDA "
-                                    "runtime 12.8"));
-  auto older = sim("", {"check", "--cuda-runtime", "12.2", "--fail-on", "driver"});
+  EXPECT_THAT(newer.out, StartsWith("FAIL driver: the driver 580.159.04 supports CUDA 13.0, older than the job's CUDA "
+                                    "runtime 13.1"));
+  auto older = sim("", {"check", "--cuda-runtime", "12.8", "--fail-on", "driver"});
   EXPECT_EQ(older.code, 0) << older.out;
-  auto json = sim("", {"check", "--cuda-runtime", "12.8", "--format", "json"});
+  auto json = sim("", {"check", "--cuda-runtime", "13.1", "--format", "json"});
   const auto driver = nlohmann::json::parse(json.out)["node"]["checks"].at(0);
   EXPECT_EQ(driver["id"], "driver");
   EXPECT_EQ(driver["status"], "fail");
-  EXPECT_EQ(driver["values"]["cuda_driver_version"], 12040);
-  EXPECT_EQ(driver["values"]["cuda_runtime_version"], 12080);
+  EXPECT_EQ(driver["values"]["cuda_driver_version"], 13000);
+  EXPECT_EQ(driver["values"]["cuda_runtime_version"], 13010);
 }
 
 TEST_F(CheckVerb, AnOverheatingGpuFailsTheThermalCheck) {

@@ -51,8 +51,59 @@ TEST(DmonArgs, DelayAndCountMustBePositiveWholeNumbers) {
   expect_usage(parse_dmon({"-c", "-1"}), "invalid value '-1' for -c (a count > 0)");
 }
 
-TEST(DmonArgs, FormatIsTextOrJson) {
-  expect_usage(parse_dmon({"--format", "csv"}), "unknown format 'csv' in --format (text or json)");
+TEST(DmonArgs, FormatWordsAreNvidiaSmisPlusJson) {
+  auto csv = parse_dmon({"--format", "csv,nounit"});
+  ASSERT_TRUE(csv.has_value());
+  EXPECT_TRUE(csv->layout.csv);
+  EXPECT_FALSE(csv->layout.units);
+  EXPECT_TRUE(csv->layout.names);
+  EXPECT_FALSE(csv->json);
+  auto text = parse_dmon({"--format=noheader"});
+  ASSERT_TRUE(text.has_value());
+  EXPECT_FALSE(text->layout.csv);
+  EXPECT_FALSE(text->layout.names);
+  EXPECT_TRUE(text->layout.units);
+  auto both = parse_dmon({"--format", "noheader,csv,nounit"});
+  ASSERT_TRUE(both.has_value());
+  EXPECT_TRUE(both->layout.csv && !both->layout.names && !both->layout.units);
+  expect_usage(parse_dmon({"--format", "csv,json"}), "--format 'csv,json': csv and json cannot be combined");
+  expect_usage(parse_dmon({"--format", "json,nounit"}),
+               "--format 'json,nounit': json has no header lines, so nounit and noheader do not apply");
+  expect_usage(parse_dmon({"--format", "csv,nounits"}),
+               "unknown format 'nounits' in --format (text, csv or json; csv and text take nounit and noheader)");
+}
+
+TEST(DmonArgs, DateAndTimeColumns) {
+  auto dt = parse_dmon({"-o", "DT"});
+  ASSERT_TRUE(dt.has_value());
+  EXPECT_TRUE(dt->layout.time.date && dt->layout.time.time);
+  auto t = parse_dmon({"-o", "T", "--format", "csv"});
+  ASSERT_TRUE(t.has_value());
+  EXPECT_TRUE(!t->layout.time.date && t->layout.time.time);
+  expect_usage(parse_dmon({"-o", "DX"}), "invalid value 'DX' for -o (D, T or DT)");
+  expect_usage(parse_dmon({"-o", "dt"}), "invalid value 'dt' for -o (D, T or DT)");
+  expect_usage(parse_dmon({"-o", "DT", "--format", "json"}),
+               "-o adds columns to the text and CSV tables; --format json rows carry a timestamp");
+}
+
+TEST(DmonArgs, FileAndDcgmFields) {
+  auto r = parse_dmon({"-f", "/tmp/x.log", "-e", "150,155,156"});
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->file, "/tmp/x.log");
+  EXPECT_EQ(r->dcgm_fields, "150,155,156");
+  expect_usage(parse_dmon({"-f", ""}), "empty file name for -f");
+  expect_usage(parse_dmon({"-e", "150,155", "-s", "p"}),
+               "-e and -s cannot be combined (-e picks DCGM fields, -s nvidia-smi's groups)");
+  expect_usage(parse_dmon({"-e", "150", "--format", "csv"}), "-e prints dcgmi dmon's layout: --format and -o do not apply");
+  expect_usage(parse_dmon({"-e", "150", "-o", "T"}), "-e prints dcgmi dmon's layout: --format and -o do not apply");
+  expect_usage(parse_dmon({"-e", "150,x1"}), "invalid DCGM field id 'x1' in -e (comma-separated numbers)");
+  expect_usage(parse_dmon({"-e", "150,,155"}), "empty DCGM field id in -e '150,,155'");
+  auto unknown = parse_dmon({"-e", "150,9999"});
+  ASSERT_FALSE(unknown.has_value());
+  EXPECT_EQ(unknown.error().code, 2);
+  EXPECT_TRUE(unknown.error().text.starts_with("unknown DCGM field id '9999' in -e (gpuscope reads 92, 100-102, "))
+      << unknown.error().text;
+  EXPECT_EQ(unknown.error().text.find('\n'), std::string::npos);
 }
 
 TEST(ListArgs, Format) {

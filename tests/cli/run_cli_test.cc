@@ -58,11 +58,11 @@ TEST(RunCli, EveryVerbHasHelpWithAnExample) {
 }
 
 TEST(RunCli, NoVerbIsAUsageError) {
-  expect_usage_error(run_gpuscope({}), "no command given (list, info, query, dmon, top, check, select, serve, eval, diagnose, cost, import, trace, rules, backtest, grafana-dashboard; see 'gpuscope --help')");
+  expect_usage_error(run_gpuscope({}), "no command given (list, info, query, dmon, pmon, top, check, select, serve, eval, diagnose, cost, import, trace, rules, backtest, grafana-dashboard; see 'gpuscope --help')");
 }
 
 TEST(RunCli, UnknownVerbIsAUsageError) {
-  expect_usage_error(run_gpuscope({"htop"}), "unknown command 'htop' (list, info, query, dmon, top, check, select, serve, eval, diagnose, cost, import, trace, rules, backtest, grafana-dashboard; see 'gpuscope --help')");
+  expect_usage_error(run_gpuscope({"htop"}), "unknown command 'htop' (list, info, query, dmon, pmon, top, check, select, serve, eval, diagnose, cost, import, trace, rules, backtest, grafana-dashboard; see 'gpuscope --help')");
 }
 
 TEST(RunCli, UnknownGlobalFlagIsAUsageError) {
@@ -164,7 +164,7 @@ TEST(RunCli, TheTopLevelHelpFitsATerminal) {
 
 TEST(RunCli, EveryHelpFitsATerminalAndSaysWhatTheVerbCanExitWith) {
   const std::vector<std::vector<std::string>> helps{
-      {"list"},   {"info"},     {"query"},  {"dmon"},  {"check"}, {"select"},         {"serve"},
+      {"list"},   {"info"},     {"query"},  {"dmon"},  {"pmon"},  {"check"}, {"select"},         {"serve"},
       {"eval"},   {"diagnose"}, {"import"}, {"trace"}, {"backtest"}, {"rules", "check"}, {"rules", "test"}};
   for (auto args : helps) {
     const std::string verb = args.front();
@@ -172,8 +172,8 @@ TEST(RunCli, EveryHelpFitsATerminalAndSaysWhatTheVerbCanExitWith) {
     auto r = run_gpuscope(args);
     ASSERT_EQ(r.code, 0) << verb;
     expect_help_fits_a_terminal(r.out, verb);
-    const bool nvml = verb == "list" || verb == "info" || verb == "query" || verb == "dmon" || verb == "serve" ||
-                      verb == "check" || verb == "select";
+    const bool nvml = verb == "list" || verb == "info" || verb == "query" || verb == "dmon" || verb == "pmon" ||
+                      verb == "serve" || verb == "check" || verb == "select";
     EXPECT_EQ(r.out.find("no NVML library found") != std::string::npos, nvml) << verb;
     EXPECT_EQ(r.out.find("--nvml-lib PATH") != std::string::npos, nvml) << verb;
     // A verb that needs a GPU shows one example that runs on any machine.

@@ -288,6 +288,36 @@ TEST_F(Manifest, ContainerArgsParseInTheRealBinary) {
   expect_serve_args_parse(args);
 }
 
+// serve --kubernetes reads the kubelet's pod-resources socket: mounted read-only from the host, and the container
+// that connects to it keeps no capability and no privilege.
+TEST_F(Manifest, KubeletPodResourcesSocketIsMountedReadOnlyAndTheContainerStaysUnprivileged) {
+  const auto c = container();
+  const auto args = c["args"].as<std::vector<std::string>>();
+  EXPECT_THAT(args, ::testing::Contains("--kubernetes"));
+  std::string volume;
+  for (const auto& m : c["volumeMounts"]) {
+    if (m["mountPath"].as<std::string>("") != "/var/lib/kubelet/pod-resources") continue;
+    volume = m["name"].as<std::string>("");
+    EXPECT_TRUE(m["readOnly"].as<bool>(false)) << "the pod-resources mount must be read-only";
+  }
+  ASSERT_FALSE(volume.empty()) << "no volumeMount at /var/lib/kubelet/pod-resources";
+  bool found = false;
+  for (const auto& v : daemonset()["spec"]["template"]["spec"]["volumes"]) {
+    if (v["name"].as<std::string>("") != volume) continue;
+    found = true;
+    EXPECT_EQ(v["hostPath"]["path"].as<std::string>(""), "/var/lib/kubelet/pod-resources");
+  }
+  EXPECT_TRUE(found) << "no volume named " << volume;
+  const auto sc = c["securityContext"];
+  EXPECT_FALSE(sc["privileged"].as<bool>(true));
+  EXPECT_FALSE(sc["allowPrivilegeEscalation"].as<bool>(true));
+  EXPECT_TRUE(sc["readOnlyRootFilesystem"].as<bool>(false));
+  const auto drop = sc["capabilities"]["drop"].as<std::vector<std::string>>(std::vector<std::string>{});
+  EXPECT_THAT(drop, ::testing::Contains("ALL"));
+  EXPECT_FALSE(sc["capabilities"]["add"]) << "no capability is needed to connect to the socket";
+  EXPECT_FALSE(daemonset()["spec"]["template"]["spec"]["hostNetwork"].as<bool>(false));
+}
+
 // ---- systemd unit ---------------------------------------------------------------------------
 
 // A unit file as systemd reads it: sections of Key=Value lines; '#' and ';' start comments;

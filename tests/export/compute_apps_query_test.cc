@@ -1,8 +1,12 @@
 #include "export/compute_apps_query.h"
 
+#include <fstream>
+#include <regex>
+
 #include <gtest/gtest.h>
 
 #include "export/sample_gpus.h"
+#include "export/timestamp_text.h"
 
 namespace gpuscope::exporter {
 namespace {
@@ -44,6 +48,33 @@ TEST_F(ComputeApps, ParsesNamesAndAliases) {
   EXPECT_EQ(c[3], AppColumn::kUsedMemory);
 }
 
+// Every field nvidia-smi 580 lists for --query-compute-apps (its own list, read from the reference) is
+// accepted, and the header names each as nvidia-smi does.
+TEST_F(ComputeApps, AcceptsEveryFieldNvidiaSmiListsWithItsHeader) {
+  std::ifstream in(std::string(GPUSCOPE_SOURCE_DIR) + "/../shared/reference/real-h100/nvidia-smi/query-compute-apps-fields.txt");
+  ASSERT_TRUE(in) << "the nvidia-smi reference is missing";
+  std::string names, expected_header;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    names += (names.empty() ? "" : ",") + line;
+    const std::string header = line == "used_gpu_memory" ? line + " [MiB]" : line;
+    expected_header += (expected_header.empty() ? "" : ", ") + header;
+  }
+  auto c = parse_compute_apps_query(names);
+  ASSERT_TRUE(c.has_value()) << c.error().name;
+  EXPECT_EQ(c->size(), 8u);
+  EXPECT_EQ(compute_apps_csv_header(*c), expected_header + "\n");
+}
+
+TEST_F(ComputeApps, TimestampIsTheReadingsInNvidiaSmisFormat) {
+  auto v = views();
+  QueryContext ctx{system, testing::sample_time(), 1};
+  const std::string rows = compute_apps_csv_rows(cols("timestamp,pid"), ctx, v, {});
+  EXPECT_EQ(rows, smi_timestamp(ctx.time) + ", 4242\n" + smi_timestamp(ctx.time) + ", 777\n");
+  EXPECT_TRUE(std::regex_match(rows.substr(0, rows.find(',')), std::regex(R"(\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}\.\d{3})")))
+      << rows;
+}
+
 TEST_F(ComputeApps, RejectsUnknownName) {
   auto c = parse_compute_apps_query("pid,proces_name");
   ASSERT_FALSE(c.has_value());
@@ -57,21 +88,24 @@ TEST_F(ComputeApps, CsvHeaderUsesSmiNames) {
 
 TEST_F(ComputeApps, CsvRowsOnlyComputeProcesses) {
   auto v = views();
-  EXPECT_EQ(compute_apps_csv_rows(cols("pid,process_name,used_memory,gpu_bus_id"), v, {}),
+  QueryContext ctx{system, testing::sample_time(), 1};
+  EXPECT_EQ(compute_apps_csv_rows(cols("pid,process_name,used_memory,gpu_bus_id"), ctx, v, {}),
             "4242, python3, 61000 MiB, 00000000:18:00.0\n"
             "777, [Not Found], [N/A], 00000000:18:00.0\n");
 }
 
 TEST_F(ComputeApps, CsvNoUnits) {
   auto v = views();
-  EXPECT_EQ(compute_apps_csv_rows(cols("pid,used_memory"), v, {.header = true, .units = false}),
+  QueryContext ctx{system, testing::sample_time(), 1};
+  EXPECT_EQ(compute_apps_csv_rows(cols("pid,used_memory"), ctx, v, {.header = true, .units = false}),
             "4242, 61000\n777, [N/A]\n");
 }
 
 TEST_F(ComputeApps, LostGpuHasNoRows) {
   sample.up = false;
   auto v = views();
-  EXPECT_EQ(compute_apps_csv_rows(cols("pid"), v, {}), "");
+  QueryContext ctx{system, testing::sample_time(), 1};
+  EXPECT_EQ(compute_apps_csv_rows(cols("pid"), ctx, v, {}), "");
 }
 
 TEST_F(ComputeApps, JsonBytesAndAbsentUnknowns) {

@@ -46,6 +46,11 @@ TEST_F(GpuQueryCsv, NoUnitsDropsUnitsFromValues) {
 
 TEST_F(GpuQueryCsv, SmiFormats) {
   EXPECT_EQ(rows("pstate,clocks_event_reasons.active,clocks.sm"), "P0, 0x0000000000000004, 1980 MHz\n");
+  // nvidia-smi's hex digits are upper case: sw thermal (0x20) + hw thermal (0x40) + sw power cap (0x4) + idle.
+  sample[FieldId::kClocksEventReasons] = FieldValue::of(0x65);
+  EXPECT_EQ(rows("clocks_event_reasons.active"), "0x0000000000000065\n");
+  sample[FieldId::kClocksEventReasons] = FieldValue::of(0x1AF);
+  EXPECT_EQ(rows("clocks_event_reasons.active"), "0x00000000000001AF\n");
   // Remapped rows pending / failed read Yes or No in nvidia-smi (the real H100's "No"), not 0.
   sample[FieldId::kRowRemapPending] = FieldValue::of(1);
   sample[FieldId::kRowRemapFailure] = FieldValue::of(0);

@@ -295,14 +295,14 @@ TEST(Identity, NodeAndDriverFromTheScenario) {
   ASSERT_TRUE(s.ok());
   char buf[96];
   ASSERT_EQ(NVML(nvmlSystemGetDriverVersion)(buf, sizeof buf), NVML_SUCCESS);
-  EXPECT_STREQ(buf, "550.54.15");
+  EXPECT_STREQ(buf, "580.159.04");
   ASSERT_EQ(NVML(nvmlSystemGetNVMLVersion)(buf, sizeof buf), NVML_SUCCESS);
-  EXPECT_STREQ(buf, "12.550.54.15");
+  EXPECT_STREQ(buf, "13.580.159.04");
   int cuda = 0;
   EXPECT_EQ(NVML(nvmlSystemGetCudaDriverVersion_v2)(&cuda), NVML_SUCCESS);
-  EXPECT_EQ(cuda, 12040);
+  EXPECT_EQ(cuda, 13000);
   EXPECT_EQ(NVML(nvmlSystemGetCudaDriverVersion)(&cuda), NVML_SUCCESS);
-  EXPECT_EQ(cuda, 12040);
+  EXPECT_EQ(cuda, 13000);
   ASSERT_EQ(NVML(gpuscopeSimGetHostname)(buf, sizeof buf), NVML_SUCCESS);
   EXPECT_STREQ(buf, "dgx-h100-sim-01");
   EXPECT_EQ(NVML(gpuscopeSimGetHostname)(buf, 4), NVML_ERROR_INSUFFICIENT_SIZE);
