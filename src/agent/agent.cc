@@ -105,6 +105,14 @@ std::expected<std::unique_ptr<Agent>, AgentError> Agent::load(AgentConfig config
     agent->rule_manager_ = std::make_unique<rules::RuleManager>(std::move(groups->groups), std::move(ro));
   }
 
+  // gRPC is a plugin loaded for --kubernetes alone: a missing one is said now, as libcrypt is for basic
+  // auth, not found out at every refresh.
+  if (c.kubernetes) {
+    if (auto plugin = kubernetes::load_pod_resources_plugin(); !plugin) {
+      return std::unexpected(config_error({fmt::format("--kubernetes: {}", plugin.error())}));
+    }
+  }
+
   if (!c.web_config_file.empty()) {
     auto web = http::load_web_config(c.web_config_file);
     if (!web) return std::unexpected(config_error({fmt::format("--web.config.file {}", web.error())}));

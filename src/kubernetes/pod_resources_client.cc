@@ -1,43 +1,64 @@
 #include "kubernetes/pod_resources_client.h"
 
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <filesystem>
 #include <mutex>
+#include <system_error>
 
 #include <fmt/format.h>
-#include <grpcpp/grpcpp.h>
-
-#include "src/kubernetes/pod_resources.grpc.pb.h"  // generated (build/generated/kubernetes)
 
 namespace gpuscope::kubernetes {
 namespace {
 
-// gRPC's own reconnect backoff grows to 2 minutes; a channel that failed is made anew at the next refresh
-// instead, so a kubelet back from a restart is seen at the next refresh, not minutes later.
-std::shared_ptr<grpc::Channel> make_pod_resources_channel(const std::string& socket_path) {
-  grpc::ChannelArguments args;
-  // What the kubelet's own pod-resources client allows (podresources.DefaultMaxMsgSize, 16 MiB), not gRPC's 4 MiB: a
-  // node with hundreds of pods must not fail on size alone.
-  args.SetMaxReceiveMessageSize(16 * 1024 * 1024);
-  return grpc::CreateCustomChannel("unix:" + socket_path, grpc::InsecureChannelCredentials(), args);
-}
-
-std::string status_text(const grpc::Status& status) {
-  switch (status.error_code()) {
-    case grpc::StatusCode::DEADLINE_EXCEEDED: return "deadline exceeded (kubelet slow or hung)";
-    case grpc::StatusCode::UNAVAILABLE: return fmt::format("unavailable (kubelet gone?): {}", status.error_message());
-    case grpc::StatusCode::CANCELLED: return std::string(kListCancelled);
-    case grpc::StatusCode::UNIMPLEMENTED: return "the kubelet has no v1 pod-resources List (Kubernetes 1.20 or newer)";
-    default: return fmt::format("gRPC code {}: {}", static_cast<int>(status.error_code()), status.error_message());
-  }
+std::string pod_resources_exe_dir() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string{} : exe.parent_path().string();
 }
 
 }  // namespace
 
+std::string pod_resources_plugin_path() {
+  if (const char* env = std::getenv("GPUSCOPE_POD_RESOURCES_LIB"); env != nullptr && *env != '\0') return env;
+  const std::string dir = pod_resources_exe_dir();
+  if (dir.empty()) return {};
+  for (const char* rel : {"/kubernetes/", "/../kubernetes/", "/../lib/gpuscope/"}) {
+    std::error_code ec;
+    const auto p = std::filesystem::weakly_canonical(dir + rel + kPodResourcesPluginName, ec);
+    if (!ec && std::filesystem::exists(p, ec)) return p.string();
+  }
+  return {};
+}
+
+std::expected<MakePodResourcesBackend, std::string> load_pod_resources_plugin() {
+  // Once per process, and never unloaded: gRPC keeps threads of its own.
+  static const std::expected<MakePodResourcesBackend, std::string> loaded =
+      []() -> std::expected<MakePodResourcesBackend, std::string> {
+    const std::string path = pod_resources_plugin_path();
+    if (path.empty()) {
+      return std::unexpected(fmt::format("the pod-resources plugin {} is not installed next to gpuscope "
+                                         "(lib/gpuscope/) and GPUSCOPE_POD_RESOURCES_LIB is not set",
+                                         kPodResourcesPluginName));
+    }
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* why = dlerror();
+      return std::unexpected(fmt::format("cannot load {}: {}", path, why != nullptr ? why : "unknown error"));
+    }
+    auto make = reinterpret_cast<MakePodResourcesBackend>(dlsym(handle, kMakePodResourcesBackendSymbol));
+    if (make == nullptr) return std::unexpected(fmt::format("{} lacks {}", path, kMakePodResourcesBackendSymbol));
+    return make;
+  }();
+  return loaded;
+}
+
 struct PodResourcesClient::State {
   std::string socket_path;
-  std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<v1::PodResourcesLister::Stub> stub;
-  std::mutex mutex;  // guards `active` and `cancelled` against cancel() on another thread
-  grpc::ClientContext* active = nullptr;
+  std::unique_ptr<PodResourcesBackend> backend;  // set once, by the first list()
+  std::string load_error;
+  std::mutex mutex;  // guards `cancelled` and the backend's publication against cancel()
   bool cancelled = false;
 };
 
@@ -49,42 +70,28 @@ PodResourcesClient::~PodResourcesClient() = default;
 
 std::expected<std::vector<PodAllocation>, std::string> PodResourcesClient::list(std::chrono::milliseconds deadline) {
   State& s = *state_;
-  if (!s.stub) {
-    s.channel = make_pod_resources_channel(s.socket_path);
-    s.stub = v1::PodResourcesLister::NewStub(s.channel);
-  }
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + deadline);
+  PodResourcesBackend* backend = nullptr;
   {
     std::lock_guard lock(s.mutex);
     if (s.cancelled) return std::unexpected(std::string(kListCancelled));
-    s.active = &context;
-  }
-  v1::ListPodResourcesRequest request;
-  v1::ListPodResourcesResponse response;
-  const grpc::Status status = s.stub->List(&context, request, &response);
-  {
-    std::lock_guard lock(s.mutex);
-    s.active = nullptr;
-  }
-  if (!status.ok()) {
-    s.stub.reset();
-    s.channel.reset();
-    return std::unexpected(status_text(status));
-  }
-  std::vector<PodAllocation> pods;
-  pods.reserve(static_cast<std::size_t>(response.pod_resources_size()));
-  for (const auto& p : response.pod_resources()) {
-    PodAllocation pod{p.name(), p.namespace_(), {}};
-    for (const auto& c : p.containers()) {
-      ContainerAllocation container{c.name(), {}};
-      for (const auto& d : c.devices()) {
-        if (!is_nvidia_gpu_resource(d.resource_name())) continue;  // CPUs, NICs: not ours to keep
-        container.devices.push_back({d.resource_name(), {d.device_ids().begin(), d.device_ids().end()}});
+    if (!s.backend && s.load_error.empty()) {
+      auto make = load_pod_resources_plugin();
+      if (make) {
+        s.backend.reset((*make)(s.socket_path.c_str()));
+      } else {
+        s.load_error = make.error();
       }
-      pod.containers.push_back(std::move(container));
     }
-    pods.push_back(std::move(pod));
+    if (!s.backend) return std::unexpected(s.load_error);
+    backend = s.backend.get();
+  }
+  auto pods = backend->list(deadline);
+  if (!pods) return pods;
+  // The kubelet lists every device plugin's devices (CPUs, NICs): the GPUs are ours to keep.
+  for (PodAllocation& pod : *pods) {
+    for (ContainerAllocation& c : pod.containers) {
+      std::erase_if(c.devices, [](const ContainerDevices& d) { return !is_nvidia_gpu_resource(d.resource_name); });
+    }
   }
   return pods;
 }
@@ -92,7 +99,7 @@ std::expected<std::vector<PodAllocation>, std::string> PodResourcesClient::list(
 void PodResourcesClient::cancel() {
   std::lock_guard lock(state_->mutex);
   state_->cancelled = true;
-  if (state_->active != nullptr) state_->active->TryCancel();
+  if (state_->backend) state_->backend->cancel();
 }
 
 }  // namespace gpuscope::kubernetes

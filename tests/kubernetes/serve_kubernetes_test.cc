@@ -178,3 +178,28 @@ TEST(ServeKubernetes, BadFlagsAreOneLineUsageErrors) {
 
 }  // namespace
 }  // namespace gpuscope::kubernetes_test
+
+namespace gpuscope::kubernetes_test {
+namespace {
+
+// gRPC is a plugin: no verb maps it unless --kubernetes asks for the kubelet; a plugin that cannot be
+// loaded is one line at start naming the file, not a refresh failure every 10 s.
+TEST(ServeKubernetes, GrpcLoadsOnlyForKubernetesAndAMissingPluginIsNamedAtStart) {
+  const auto list = e2e::run_command({GPUSCOPE_EXE, "--simulate", "list"}, {{"LD_DEBUG", "files"}}, 60);
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  ASSERT_NE(list.err.find("libnvidia-ml"), std::string::npos) << "LD_DEBUG lists the libraries loaded:\n" << list.err;
+  for (const char* library : {"libgrpc", "libgpuscope_pod_resources", "libssl", "libabsl"}) {
+    EXPECT_EQ(list.err.find(library), std::string::npos) << library << " was loaded by `list`";
+  }
+
+  const std::string missing = "/nonexistent/gpuscope-k8s-test/libgpuscope_pod_resources.so";
+  const auto r = e2e::run_command({GPUSCOPE_EXE, "--simulate", "serve", "--listen", "127.0.0.1:0", "--no-history",
+                                   "--kubernetes"},
+                                  {{"GPUSCOPE_POD_RESOURCES_LIB", missing}}, 60);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--kubernetes: cannot load " + missing), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+}  // namespace
+}  // namespace gpuscope::kubernetes_test
