@@ -152,15 +152,8 @@ int run_dmon(std::span<const std::string> args, const Invocation& inv) {
   if (!selected) return usage_error(inv.err, fmt::format("unknown GPU '{}' in -i", selected.error()));
 
   std::ofstream file;
-  std::ostream* out = &inv.out;
-  if (!options->file.empty()) {
-    file.open(options->file, std::ios::out | std::ios::trunc);
-    if (!file) {
-      inv.err << fmt::format("gpuscope: cannot open '{}' for -f: {}\n", options->file, std::strerror(errno));
-      return kExitRuntime;
-    }
-    out = &file;
-  }
+  std::ostream* out = open_output_file(options->file, file, inv);
+  if (out == nullptr) return kExitRuntime;
 
   if (inv.handle_signals) install_stop_handlers();
   // jpg, ofa and ccpm are not in the sample: one details read per GPU per interval, only when shown.

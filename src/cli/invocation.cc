@@ -1,7 +1,9 @@
 #include "cli/invocation.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <ostream>
 #include <vector>
 
@@ -131,6 +133,16 @@ std::expected<std::unique_ptr<nvml::NvmlBackend>, int> open_backend(const Invoca
     default:
       return std::unexpected(kExitRuntime);
   }
+}
+
+std::ostream* open_output_file(const std::string& path, std::ofstream& file, const Invocation& inv) {
+  if (path.empty()) return &inv.out;
+  file.open(path, std::ios::out | std::ios::trunc);
+  if (!file) {
+    inv.err << fmt::format("gpuscope: cannot open '{}' for -f: {}\n", path, std::strerror(errno));
+    return nullptr;
+  }
+  return &file;
 }
 
 std::expected<bool, ParseExit> json_format(std::string_view value) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <expected>
+#include <fstream>
 #include <initializer_list>
 #include <optional>
 #include <iosfwd>
@@ -75,6 +76,10 @@ std::unique_ptr<CLI::App> make_verb_app(std::string_view verb, std::string_view 
 // where and which library come from the global options.
 std::expected<std::unique_ptr<nvml::NvmlBackend>, int> open_backend(const Invocation& inv,
                                                                    nvml::BackendOptions options = {});
+
+// Where a verb with nvidia-smi's `-f FILE` writes: `file` opened (created, or emptied) when `path` is
+// set, else inv.out. Nullptr after a one-line error naming the file; the caller exits kExitRuntime.
+std::ostream* open_output_file(const std::string& path, std::ofstream& file, const Invocation& inv);
 
 // The --format of the verbs that print for people or for scripts: "text" (also "table", the word eval
 // and backtest used first) or "json". True for json; a usage error naming the value for anything else.
