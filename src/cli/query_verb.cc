@@ -111,6 +111,12 @@ std::expected<QueryOptions, ParseExit> parse_query_args(std::span<const std::str
                   "comma-separated process fields: timestamp, gpu_name, gpu_bus_id, gpu_serial, gpu_uuid, pid, "
                   "process_name, used_gpu_memory (used_memory)")
       ->type_name("NAMES");
+  std::string remap_names;
+  app->add_option("--query-remapped-rows", remap_names,
+                  "comma-separated row-remapping fields, one row per GPU: timestamp, gpu_name, gpu_bus_id, "
+                  "gpu_serial, gpu_uuid, remapped_rows.* (correctable[_inactive], uncorrectable[_inactive], "
+                  "pending, failure, histogram.max|high|partial|low|none)")
+      ->type_name("NAMES");
   app->add_option("--format", format, "csv[,noheader][,nounits] (default csv) or json (one object per reading)")
       ->type_name("FORMAT");
   app->add_option("-l,--loop", loop_s, "repeat every SECONDS until Ctrl-C/SIGTERM, flushing after each reading")
@@ -136,20 +142,23 @@ std::expected<QueryOptions, ParseExit> parse_query_args(std::span<const std::str
   QueryOptions options;
   const bool has_gpu = app->count("--query-gpu") > 0;
   const bool has_apps = app->count("--query-compute-apps") > 0;
+  const bool has_remap = app->count("--query-remapped-rows") > 0;
+  std::vector<std::string_view> asked;
+  if (has_gpu) asked.push_back("--query-gpu");
+  if (has_apps) asked.push_back("--query-compute-apps");
+  if (has_remap) asked.push_back("--query-remapped-rows");
   if (full) {
-    if (has_gpu || has_apps) {
-      return std::unexpected(
-          usage(fmt::format("-q and {} cannot be combined", has_gpu ? "--query-gpu" : "--query-compute-apps")));
-    }
+    if (!asked.empty()) return std::unexpected(usage(fmt::format("-q and {} cannot be combined", asked.front())));
     if (app->count("--format") > 0 && format != "json") {
       return std::unexpected(
           usage(fmt::format("-q prints text, or JSON with --format=json; not --format '{}'", format)));
     }
     options.full = true;
     options.json = app->count("--format") > 0;
-  } else if (has_gpu == has_apps) {
-    return std::unexpected(usage(has_gpu ? "--query-gpu and --query-compute-apps cannot be combined"
-                                         : "query needs --query-gpu=NAMES or --query-compute-apps=NAMES"));
+  } else if (asked.size() != 1) {
+    return std::unexpected(usage(
+        asked.empty() ? std::string("query needs --query-gpu=NAMES, --query-compute-apps=NAMES or --query-remapped-rows=NAMES")
+                      : fmt::format("{} and {} cannot be combined", asked[0], asked[1])));
   }
   if (has_gpu) {
     auto columns = exporter::parse_gpu_query(gpu_names);
@@ -157,6 +166,15 @@ std::expected<QueryOptions, ParseExit> parse_query_args(std::span<const std::str
       return std::unexpected(usage(columns.error().name.empty()
                                        ? std::string("empty field name in --query-gpu")
                                        : fmt::format("unknown field '{}' in --query-gpu", columns.error().name)));
+    }
+    options.gpu_columns = std::move(*columns);
+  } else if (has_remap) {
+    auto columns = exporter::parse_remapped_rows_query(remap_names);
+    if (!columns) {
+      return std::unexpected(
+          usage(columns.error().name.empty()
+                    ? std::string("empty field name in --query-remapped-rows")
+                    : fmt::format("unknown field '{}' in --query-remapped-rows", columns.error().name)));
     }
     options.gpu_columns = std::move(*columns);
   } else if (has_apps) {

@@ -1,5 +1,6 @@
 #include "export/gpu_query.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -89,6 +90,46 @@ bool needs_details(std::span<const GpuColumn> columns) {
     if (std::holds_alternative<DetailColumn>(column.source)) return true;
   }
   return false;
+}
+
+namespace {
+
+// nvidia-smi 580's --query-remapped-rows list (../shared/reference/real-h100/nvidia-smi/).
+constexpr std::array<std::string_view, 16> kRemappedRowsNames{
+    "timestamp",
+    "gpu_name",
+    "gpu_bus_id",
+    "gpu_serial",
+    "gpu_uuid",
+    "remapped_rows.correctable",
+    "remapped_rows.correctable_inactive",
+    "remapped_rows.uncorrectable",
+    "remapped_rows.uncorrectable_inactive",
+    "remapped_rows.pending",
+    "remapped_rows.failure",
+    "remapped_rows.histogram.max",
+    "remapped_rows.histogram.high",
+    "remapped_rows.histogram.partial",
+    "remapped_rows.histogram.low",
+    "remapped_rows.histogram.none",
+};
+
+}  // namespace
+
+std::expected<std::vector<GpuColumn>, UnknownQueryName> parse_remapped_rows_query(std::string_view names) {
+  std::vector<GpuColumn> columns;
+  for (std::string_view asked : split_name_list(names)) {
+    if (asked.empty()) return std::unexpected(UnknownQueryName{});
+    if (std::find(kRemappedRowsNames.begin(), kRemappedRowsNames.end(), asked) == kRemappedRowsNames.end()) {
+      return std::unexpected(UnknownQueryName{std::string(asked)});
+    }
+    auto one = parse_gpu_query(asked);
+    if (!one || one->size() != 1) return std::unexpected(UnknownQueryName{std::string(asked)});
+    GpuColumn column = std::move(one->front());
+    column.name = std::string(asked);
+    columns.push_back(std::move(column));
+  }
+  return columns;
 }
 
 std::optional<std::string> identity_text(IdentityColumn column, const QueryContext& context, const GpuView& gpu) {

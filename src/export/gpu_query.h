@@ -50,6 +50,11 @@ struct UnknownQueryName {
 // DCGM_FI_* name of any catalog field (DCGM_FI_PROF_SM_ACTIVE), which nvidia-smi cannot query.
 std::expected<std::vector<GpuColumn>, UnknownQueryName> parse_gpu_query(std::string_view names);
 
+// `query --query-remapped-rows=...`: nvidia-smi's 16 names (timestamp, gpu_name, gpu_bus_id, gpu_serial,
+// gpu_uuid, remapped_rows.*), one row per GPU with the values --query-gpu prints under the same names. The
+// header spells each as asked (gpu_name, not --query-gpu's name). Any other name is unknown.
+std::expected<std::vector<GpuColumn>, UnknownQueryName> parse_remapped_rows_query(std::string_view names);
+
 // Every name parse_gpu_query accepts as canonical, for --help.
 std::vector<std::string> gpu_query_names();
 
