@@ -66,8 +66,11 @@ std::vector<SmiQNode> sq_memory(const SmiQGpu& g) {
        sq_mib_field(s, FieldId::kFbFree, "Free", "free")}));
   out.push_back(
       sq_section("BAR1 Memory Usage", "bar1_memory_usage",
-                 {sq_na("Total", json_key("total", "MiB")), sq_mib_field(s, FieldId::kBar1Used, "Used", "used"),
-                  sq_na("Free", json_key("free", "MiB"))}));
+                 {sq_answer("Total", json_key("total", "MiB"), d.bar1,
+                            [](const model::MemoryBytes& m) { return sq_int(static_cast<double>(m.total / kMiB), "MiB"); }),
+                  sq_mib_field(s, FieldId::kBar1Used, "Used", "used"),
+                  sq_answer("Free", json_key("free", "MiB"), d.bar1,
+                            [](const model::MemoryBytes& m) { return sq_int(static_cast<double>(m.free / kMiB), "MiB"); })}));
   auto cc = [&](std::string label, std::string_view key, std::uint64_t model::MemoryBytes::*member) {
     return sq_answer(std::move(label), json_key(key, "MiB"), d.protected_memory, [member](const model::MemoryBytes& m) {
       return sq_int(static_cast<double>(m.*member / kMiB), "MiB");
@@ -207,12 +210,17 @@ SmiQNode sq_temperature(const SmiQGpu& g) {
     // A GPU with a T.Limit states its thresholds as margins to it; gpuscope reads the margin itself only.
     rows.push_back(sq_answer("GPU T.Limit Temp", json_key("gpu_temp_tlimit", "C"), d.temperature_margin,
                              [](int v) { return sq_int(v, "C"); }));
-    rows.push_back(sq_na("GPU Shutdown T.Limit Temp", json_key("gpu_temp_max_tlimit_threshold", "C")));
-    rows.push_back(sq_na("GPU Slowdown T.Limit Temp", json_key("gpu_temp_slow_tlimit_threshold", "C")));
-    rows.push_back(sq_na("GPU Max Operating T.Limit Temp", json_key("gpu_temp_max_gpu_tlimit_threshold", "C")));
+    // The thresholds as offsets from T.Limit (fields 193-196: shutdown, slowdown, memory max, GPU max).
+    auto offset = [&](std::size_t k, std::string label, std::string_view key) {
+      return sq_answer(std::move(label), json_key(key, "C"), d.temperature_tlimit[k],
+                       [](std::int64_t v) { return sq_int(static_cast<double>(v), "C"); });
+    };
+    rows.push_back(offset(0, "GPU Shutdown T.Limit Temp", "gpu_temp_max_tlimit_threshold"));
+    rows.push_back(offset(1, "GPU Slowdown T.Limit Temp", "gpu_temp_slow_tlimit_threshold"));
+    rows.push_back(offset(3, "GPU Max Operating T.Limit Temp", "gpu_temp_max_gpu_tlimit_threshold"));
     rows.push_back(sq_na("GPU Target Temperature", json_key("gpu_target_temperature", "C")));
     rows.push_back(temp(FieldId::kMemoryTemp, "Memory Current Temp", "memory_temp"));
-    rows.push_back(sq_na("Memory Max Operating T.Limit Temp", json_key("gpu_temp_max_mem_tlimit_threshold", "C")));
+    rows.push_back(offset(2, "Memory Max Operating T.Limit Temp", "gpu_temp_max_mem_tlimit_threshold"));
   } else {
     rows.push_back(temp(FieldId::kShutdownTemp, "GPU Shutdown Temp", "gpu_temp_max_threshold"));
     rows.push_back(temp(FieldId::kSlowdownTemp, "GPU Slowdown Temp", "gpu_temp_slow_threshold"));
@@ -289,7 +297,8 @@ std::vector<SmiQNode> sq_clocks(const SmiQGpu& g) {
       "Max Clocks", "max_clocks",
       {sq_field(s, FieldId::kMaxGraphicsClock, "Graphics", k("graphics_clock"), mhz),
        sq_field(s, FieldId::kMaxSmClock, "SM", k("sm_clock"), mhz),
-       sq_field(s, FieldId::kMaxMemClock, "Memory", k("mem_clock"), mhz), sq_na("Video", k("video_clock"))}));
+       sq_field(s, FieldId::kMaxMemClock, "Memory", k("mem_clock"), mhz),
+       sq_answer("Video", k("video_clock"), d.max_video_clock, mhz_answer)}));
   out.push_back(sq_section("Max Customer Boost Clocks", "max_customer_boost_clocks",
                            {sq_answer("Graphics", k("graphics_clock"), d.max_customer_boost_graphics, mhz_answer)}));
   out.push_back(sq_section("Clock Policy", "clock_policy",

@@ -158,6 +158,7 @@ struct GpuDetails {
   Answer<std::uint32_t> default_applications_clock_graphics;
   Answer<std::uint32_t> default_applications_clock_memory;
   Answer<std::uint32_t> max_customer_boost_graphics;
+  Answer<std::uint32_t> max_video_clock;  // nvmlDeviceGetMaxClockInfo(VIDEO), MHz
 
   // Utilization beyond the catalog.
   Answer<std::uint32_t> jpg_util;  // %
@@ -171,6 +172,8 @@ struct GpuDetails {
 
   // Temperature and power.
   Answer<int> temperature_margin;  // °C to the GPU's max operating temperature (temperature.gpu.tlimit)
+  // The thresholds as °C relative to T.Limit (fields 193-196): shutdown, slowdown, memory max, GPU max.
+  std::array<Answer<std::int64_t>, 4> temperature_tlimit;
   Answer<std::uint32_t> power_default_limit_mw;
   Answer<std::uint32_t> power_min_limit_mw;
   Answer<std::uint32_t> power_max_limit_mw;
@@ -189,6 +192,9 @@ struct GpuDetails {
   // The power floors nvidia-smi 580's power_smoothing.* names print (fields 275-288: primary and
   // secondary floor, window multiplier, current profile and admin override). Keyed by field id - 275.
   std::array<Answer<std::uint64_t>, 14> power_smoothing_floors;
+
+  // BAR1 (the sampled catalog keeps only the used part).
+  Answer<MemoryBytes> bar1;
 
   // Confidential compute.
   Answer<MemoryBytes> protected_memory;

@@ -2,6 +2,7 @@
 // Every member records either NVML's answer or its return code, so a view can tell "not supported"
 // ([N/A]) from a failure ([Unknown Error]) from a library that lacks the function (13).
 #include <cstring>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -36,6 +37,16 @@ std::uint64_t dd_field_u64(const nvmlFieldValue_t& f) {
     case NVML_VALUE_TYPE_UNSIGNED_SHORT: return f.value.usVal;
   }
   return 0;
+}
+
+// Signed fields (the T.Limit offsets are negative) keep their sign.
+std::int64_t dd_field_i64(const nvmlFieldValue_t& f) {
+  switch (f.valueType) {
+    case NVML_VALUE_TYPE_DOUBLE: return static_cast<std::int64_t>(f.value.dVal);
+    case NVML_VALUE_TYPE_SIGNED_LONG_LONG: return f.value.sllVal;
+    case NVML_VALUE_TYPE_SIGNED_INT: return f.value.siVal;
+    default: return static_cast<std::int64_t>(dd_field_u64(f));
+  }
 }
 
 std::string dd_c_string(const char* buf, std::size_t cap) { return std::string(buf, strnlen(buf, cap)); }
@@ -98,7 +109,7 @@ class DdReader {
   bool lost_;
 };
 
-using DdFieldTarget = std::variant<Answer<std::uint32_t>*, Answer<std::uint64_t>*>;
+using DdFieldTarget = std::variant<Answer<std::uint32_t>*, Answer<std::uint64_t>*, Answer<std::int64_t>*>;
 
 struct DdFieldRequest {
   unsigned field_id;
@@ -138,11 +149,15 @@ void dd_read_fields(const NvmlLibrary& L, DdReader& r, std::span<const DdFieldRe
       dd_set_error(requests[k].target, static_cast<int>(code));
       continue;
     }
-    const std::uint64_t v = dd_field_u64(values[k]);
+    const nvmlFieldValue_t& f = values[k];
     std::visit(
-        [v](auto* a) {
+        [&f](auto* a) {
           using T = typename decltype(a->value)::value_type;
-          a->value = static_cast<T>(v);
+          if constexpr (std::is_signed_v<T>) {
+            a->value = static_cast<T>(dd_field_i64(f));
+          } else {
+            a->value = static_cast<T>(dd_field_u64(f));
+          }
           a->error = 0;
         },
         requests[k].target);
@@ -295,6 +310,13 @@ void dd_read_clocks_and_power(const NvmlLibrary& L, DdReader& r, GpuDetails& x) 
   r.read(x.default_applications_clock_graphics, L.nvmlDeviceGetDefaultApplicationsClock, clock(NVML_CLOCK_GRAPHICS));
   r.read(x.default_applications_clock_memory, L.nvmlDeviceGetDefaultApplicationsClock, clock(NVML_CLOCK_MEM));
   r.read(x.max_customer_boost_graphics, L.nvmlDeviceGetMaxCustomerBoostClock, clock(NVML_CLOCK_GRAPHICS));
+  r.read(x.max_video_clock, L.nvmlDeviceGetMaxClockInfo, clock(NVML_CLOCK_VIDEO));
+  r.read(x.bar1, L.nvmlDeviceGetBAR1MemoryInfo, [d](auto f, model::MemoryBytes& v) {
+    nvmlBAR1Memory_t m{};
+    const nvmlReturn_t rc = f(d, &m);
+    v = {m.bar1Total, m.bar1Used, m.bar1Free};
+    return rc;
+  });
 
   r.read(x.temperature_margin, L.nvmlDeviceGetMarginTemperature, [d](auto f, int& v) {
     nvmlMarginTemperature_t m{};
@@ -416,6 +438,9 @@ void dd_read_field_values(const NvmlLibrary& L, DdReader& r, GpuDetails& x) {
   gpu(NVML_FI_DEV_POWER_AVERAGE, &x.power_average_mw);
   gpu(NVML_FI_DEV_POWER_INSTANT, &x.power_instant_mw);
   gpu(NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, &x.gpu_recovery_action);
+  for (std::size_t k = 0; k < x.temperature_tlimit.size(); ++k) {
+    gpu(NVML_FI_DEV_TEMPERATURE_SHUTDOWN_TLIMIT + static_cast<unsigned>(k), &x.temperature_tlimit[k]);
+  }
   // model::GpuDetails::clocks_event_ns order: sw power cap, sync boost, sw thermal, hw thermal, hw power brake.
   constexpr std::array<unsigned, model::kClockEventCounterCount> kCounterIds{
       NVML_FI_DEV_PERF_POLICY_POWER, NVML_FI_DEV_PERF_POLICY_SYNC_BOOST, NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN,

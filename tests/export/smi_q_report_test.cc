@@ -181,6 +181,9 @@ struct SqIdleH100 {
     d.default_applications_clock_graphics = ok(1980u);
     d.default_applications_clock_memory = ok(2619u);
     d.max_customer_boost_graphics = ok(1980u);
+    d.max_video_clock = ok(1545u);
+    d.bar1 = ok(model::MemoryBytes{131072ULL << 20, 1ULL << 20, 131071ULL << 20});
+    d.temperature_tlimit = {ok(std::int64_t{-8}), ok(std::int64_t{-2}), ok(std::int64_t{0}), ok(std::int64_t{0})};
     unsupported(d.fabric);
   }
 
@@ -197,8 +200,6 @@ const std::set<std::string> kSqNotAnswered{
     "GPU 00000000:00:06.0/PCI/Sub Classcode",
     "GPU 00000000:00:06.0/PCI/Replay Number Rollovers",
     "GPU 00000000:00:06.0/Sparse Operation Mode",
-    "GPU 00000000:00:06.0/BAR1 Memory Usage/Total",
-    "GPU 00000000:00:06.0/BAR1 Memory Usage/Free",
     "GPU 00000000:00:06.0/Encoder Stats/Active Sessions",
     "GPU 00000000:00:06.0/Encoder Stats/Average FPS",
     "GPU 00000000:00:06.0/Encoder Stats/Average Latency",
@@ -208,12 +209,7 @@ const std::set<std::string> kSqNotAnswered{
     "GPU 00000000:00:06.0/ECC Errors/Channel Repair Pending",
     "GPU 00000000:00:06.0/ECC Errors/TPC Repair Pending",
     "GPU 00000000:00:06.0/ECC Errors/Unrepairable Memory",
-    "GPU 00000000:00:06.0/Temperature/GPU Shutdown T.Limit Temp",
-    "GPU 00000000:00:06.0/Temperature/GPU Slowdown T.Limit Temp",
-    "GPU 00000000:00:06.0/Temperature/GPU Max Operating T.Limit Temp",
-    "GPU 00000000:00:06.0/Temperature/Memory Max Operating T.Limit Temp",
     "GPU 00000000:00:06.0/GPU Memory Power Readings/Average Power Draw",
-    "GPU 00000000:00:06.0/Max Clocks/Video",
     "GPU 00000000:00:06.0/Capabilities/EGM",
 };
 
@@ -277,7 +273,9 @@ TEST(SmiQReport, JsonIsTheSameTreeWithNumbersAndUnitsInTheKeys) {
   EXPECT_EQ(g["fb_memory_usage"]["total_mib"], 81559);
   EXPECT_EQ(g["fb_memory_usage"]["reserved_mib"], 480);
   EXPECT_EQ(g["bar1_memory_usage"]["used_mib"], 1);
-  EXPECT_FALSE(g["bar1_memory_usage"].contains("total_mib")) << "unanswered keys are absent";
+  EXPECT_EQ(g["bar1_memory_usage"]["total_mib"], 131072);
+  EXPECT_EQ(g["temperature"]["gpu_temp_max_tlimit_threshold_celsius"], -8);
+  EXPECT_FALSE(g.contains("sparse_operation_mode")) << "unanswered keys are absent";
   EXPECT_DOUBLE_EQ(g["gpu_power_readings"]["average_power_draw_watts"].get<double>(), 84.93);
   EXPECT_DOUBLE_EQ(g["gpu_power_readings"]["min_power_limit_watts"].get<double>(), 200);
   EXPECT_EQ(g["temperature"]["gpu_temp_celsius"], 48);

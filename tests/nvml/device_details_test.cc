@@ -1,6 +1,7 @@
 // NvmlBackend::details on the simulator: what it reads, in how many calls, and what a lost GPU answers.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <iostream>
 #include <map>
 #include <set>
@@ -57,6 +58,17 @@ TEST(DeviceDetails, ReadsTheIdleH100AsTheRealDriverAnswers) {
   EXPECT_EQ(d.inforom_validation, 0);
   EXPECT_FALSE(d.gpu_operation_mode.ok());
   EXPECT_EQ(d.gpu_operation_mode.error, 3);  // NOT_SUPPORTED on H100
+  // What nvidia-smi -q prints for Max Clocks/Video, BAR1 Total and the T.Limit offsets (signed).
+  ASSERT_TRUE(d.max_video_clock.ok());
+  EXPECT_EQ(*d.max_video_clock.value, 1545u);
+  ASSERT_TRUE(d.bar1.ok());
+  EXPECT_EQ(d.bar1.value->total, 137438953472ULL);
+  EXPECT_EQ(d.bar1.value->total, d.bar1.value->used + d.bar1.value->free);
+  const std::array<std::int64_t, 4> tlimit{-8, -2, 0, 0};  // shutdown, slowdown, memory max, GPU max
+  for (std::size_t k = 0; k < tlimit.size(); ++k) {
+    ASSERT_TRUE(d.temperature_tlimit[k].ok()) << k;
+    EXPECT_EQ(*d.temperature_tlimit[k].value, tlimit[k]) << k;
+  }
   // Power smoothing is Blackwell's.
   EXPECT_FALSE(d.power_smoothing_floors[0].ok());
 }
