@@ -210,7 +210,10 @@ CallCostTable h100_580() {
   return t;
 }
 
-thread_local CallCharge* current_charge = nullptr;
+// initial-exec: in the static TLS block, not a dynamic one. A client that dlcloses the library (each
+// in-process CLI test does) otherwise leaves a stale dynamic-TLS entry behind, and LeakSanitizer's
+// exit-time scan of it crashes.
+__attribute__((tls_model("initial-exec"))) thread_local CallCharge* current_charge = nullptr;
 
 std::int64_t thread_cpu_ns() {
   timespec ts{};
