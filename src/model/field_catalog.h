@@ -130,4 +130,26 @@ class FieldCatalog {
 
 constexpr std::size_t index_of(FieldId id) { return static_cast<std::size_t>(id); }
 
+// Whether a MIG device has the field of its own (its framebuffer memory, GPM's profiling ratios), so
+// it is read and exported per MIG instance; every other field belongs to the whole GPU.
+constexpr bool is_mig_instance_field(FieldId id) {
+  switch (id) {
+    case FieldId::kFbTotal:
+    case FieldId::kFbFree:
+    case FieldId::kFbUsed:
+    case FieldId::kFbReserved:
+    case FieldId::kGrEngineActive:
+    case FieldId::kSmActive:
+    case FieldId::kSmOccupancy:
+    case FieldId::kPipeTensorActive:
+    case FieldId::kDramActive:
+    case FieldId::kPipeFp64Active:
+    case FieldId::kPipeFp32Active:
+    case FieldId::kPipeFp16Active:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace gpuscope::model

@@ -73,6 +73,25 @@ struct KubernetesPod {
   bool operator==(const KubernetesPod&) const = default;
 };
 
+// One MIG device of a GPU in MIG mode (a compute instance inside a GPU instance), read at one time.
+// Only the fields a MIG device has of its own are read (is_mig_instance_field: its memory and GPM's
+// profiling ratios); every other field stays unsupported, the GPU's reading holds it.
+struct MigInstanceSample {
+  unsigned device_index = 0;  // nvmlDeviceGetMigDeviceHandleByIndex's index (nvidia-smi's "MIG Dev")
+  unsigned gpu_instance_id = 0;
+  unsigned compute_instance_id = 0;
+  std::string profile;  // "3g.40gb": the GPU instance profile's name without the driver's "MIG " prefix; empty if unknown
+  std::string uuid;     // the MIG device's own UUID ("MIG-..."), what CUDA_VISIBLE_DEVICES and the kubelet name
+  std::optional<unsigned> sm_count;                 // streaming multiprocessors of the MIG device
+  std::optional<unsigned> gpu_instance_slices;      // of the GPU's 7 compute slices (H100, A100)
+  std::array<FieldValue, kFieldCount> fields{};
+  // serve --kubernetes: the container the kubelet allocated this MIG device to.
+  std::optional<KubernetesPod> kubernetes_pod;
+
+  const FieldValue& operator[](FieldId id) const { return fields[index_of(id)]; }
+  FieldValue& operator[](FieldId id) { return fields[index_of(id)]; }
+};
+
 struct GpuSample {
   unsigned index = 0;
   bool up = true;          // false while the GPU answers GPU_IS_LOST (or its handle is gone)
@@ -89,6 +108,10 @@ struct GpuSample {
   // Several containers hold a part of this GPU (time-slicing, MIG devices of different pods): kubernetes_pod
   // names the last of them, so its per-process series get no pod labels.
   bool kubernetes_gpu_shared = false;
+  // MIG mode as read at this reading (it can change while the agent runs), and the GPU's MIG devices in
+  // index order; empty outside MIG mode.
+  bool mig_enabled = false;
+  std::vector<MigInstanceSample> mig_instances;
 
   const FieldValue& operator[](FieldId id) const { return fields[index_of(id)]; }
   FieldValue& operator[](FieldId id) { return fields[index_of(id)]; }

@@ -359,6 +359,63 @@ typedef struct {
 } nvmlDeviceCurrentClockFreqs_t;
 #define nvmlDeviceCurrentClockFreqs_v1 NVML_STRUCT_VERSION(nvmlDeviceCurrentClockFreqs_t, 1U)
 
+// ---- MIG: GPU instances, their profiles and the MIG devices (compute instances) inside them.
+typedef struct nvmlGpuInstance_st* nvmlGpuInstance_t;
+typedef struct {
+  unsigned int start;  // first memory slice occupied
+  unsigned int size;   // memory slices occupied
+} nvmlGpuInstancePlacement_t;
+typedef struct {
+  nvmlDevice_t device;  // the parent GPU
+  unsigned int id;      // GPU instance id, unique within the GPU
+  unsigned int profileId;
+  nvmlGpuInstancePlacement_t placement;
+} nvmlGpuInstanceInfo_t;
+// A GPU instance profile (nvmlDeviceGetGpuInstanceProfileInfoV). `name` is the driver's, "MIG 1g.10gb".
+typedef struct {
+  unsigned int version;  // nvmlGpuInstanceProfileInfo_v2
+  unsigned int id;       // profile id (19 = 1g.10gb on an H100), as nvmlGpuInstanceInfo_t.profileId
+  unsigned int isP2pSupported;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int copyEngineCount;
+  unsigned int decoderCount;
+  unsigned int encoderCount;
+  unsigned int jpegCount;
+  unsigned int ofaCount;
+  unsigned long long memorySizeMB;
+  char name[96];  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
+} nvmlGpuInstanceProfileInfo_v2_t;
+#define nvmlGpuInstanceProfileInfo_v2 NVML_STRUCT_VERSION(nvmlGpuInstanceProfileInfo_v2_t, 2U)
+// Profile indices for nvmlDeviceGetGpuInstanceProfileInfoV (not profile ids); the driver answers
+// INVALID_ARGUMENT past the last and NOT_SUPPORTED for one the GPU lacks.
+enum : unsigned {
+  NVML_GPU_INSTANCE_PROFILE_1_SLICE = 0,
+  NVML_GPU_INSTANCE_PROFILE_2_SLICE = 1,
+  NVML_GPU_INSTANCE_PROFILE_3_SLICE = 2,
+  NVML_GPU_INSTANCE_PROFILE_4_SLICE = 3,
+  NVML_GPU_INSTANCE_PROFILE_7_SLICE = 4,
+  NVML_GPU_INSTANCE_PROFILE_8_SLICE = 5,
+  NVML_GPU_INSTANCE_PROFILE_6_SLICE = 6,
+  NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1 = 7,  // 1g with all media engines ("+me")
+  NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1 = 8,
+  NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2 = 9,  // 1g with twice the memory (1g.20gb on an H100 80GB)
+  NVML_GPU_INSTANCE_PROFILE_COUNT = 0x12,
+};
+// A device's (or MIG device's) resources: nvmlDeviceGetAttributes_v2.
+typedef struct {
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+  unsigned int gpuInstanceSliceCount;
+  unsigned int computeInstanceSliceCount;
+  unsigned long long memorySizeMB;
+} nvmlDeviceAttributes_t;
+
 typedef struct nvmlGpuDynamicPstatesInfo_st {
   unsigned int flags;
   struct {
@@ -618,6 +675,17 @@ nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int* c
 nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index, nvmlDevice_t* migDevice);
 nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int* id);
 nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int* id);
+nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int* isMigDevice);
+nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t migDevice, nvmlDevice_t* device);
+nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device, unsigned int id, nvmlGpuInstance_t* gpuInstance);
+nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gpuInstance, nvmlGpuInstanceInfo_t* info);
+nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device, unsigned int profileId, nvmlGpuInstance_t* gpuInstances,
+                                       unsigned int* count);
+nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t device, unsigned int profile,
+                                                  nvmlGpuInstanceProfileInfo_v2_t* info);
+nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoByIdV(nvmlDevice_t device, unsigned int profileId,
+                                                      nvmlGpuInstanceProfileInfo_v2_t* info);
+nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device, nvmlDeviceAttributes_t* attributes);
 nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, int* mode);
 nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, int* mode);
 nvmlReturn_t nvmlDeviceGetDisplayActive(nvmlDevice_t device, int* isActive);
@@ -780,3 +848,8 @@ static_assert(sizeof(nvmlGpuDynamicPstatesInfo_t) == 132);
 static_assert(sizeof(nvmlClkMonStatus_t) == 264);
 static_assert(sizeof(nvmlSample_t) == 16);
 static_assert(sizeof(nvmlDevicePowerMizerModes_v1_t) == 12);
+static_assert(sizeof(nvmlGpuInstancePlacement_t) == 8);
+static_assert(sizeof(nvmlGpuInstanceInfo_t) == 24);
+static_assert(sizeof(nvmlGpuInstanceProfileInfo_v2_t) == 152);
+static_assert(offsetof(nvmlGpuInstanceProfileInfo_v2_t, memorySizeMB) == 48);
+static_assert(sizeof(nvmlDeviceAttributes_t) == 40);

@@ -258,6 +258,15 @@ void NvmlLibrary::resolve_all() {
   resolve<__COUNTER__>(nvmlGpmSampleFree, {"nvmlGpmSampleFree"});
   resolve<__COUNTER__>(nvmlGpmSampleGet, {"nvmlGpmSampleGet"});
   resolve<__COUNTER__>(nvmlGpmMetricsGet, {"nvmlGpmMetricsGet"});
+  resolve<__COUNTER__>(nvmlDeviceGetMaxMigDeviceCount, {"nvmlDeviceGetMaxMigDeviceCount"});
+  resolve<__COUNTER__>(nvmlDeviceGetMigDeviceHandleByIndex, {"nvmlDeviceGetMigDeviceHandleByIndex"});
+  resolve<__COUNTER__>(nvmlDeviceGetGpuInstanceId, {"nvmlDeviceGetGpuInstanceId"});
+  resolve<__COUNTER__>(nvmlDeviceGetComputeInstanceId, {"nvmlDeviceGetComputeInstanceId"});
+  resolve<__COUNTER__>(nvmlDeviceGetGpuInstanceById, {"nvmlDeviceGetGpuInstanceById"});
+  resolve<__COUNTER__>(nvmlGpuInstanceGetInfo, {"nvmlGpuInstanceGetInfo"});
+  resolve<__COUNTER__>(nvmlDeviceGetGpuInstanceProfileInfoV, {"nvmlDeviceGetGpuInstanceProfileInfoV"});
+  resolve<__COUNTER__>(nvmlDeviceGetAttributes_v2, {"nvmlDeviceGetAttributes_v2"});
+  resolve<__COUNTER__>(nvmlGpmMigSampleGet, {"nvmlGpmMigSampleGet"});
   resolve<__COUNTER__>(SimSetTime, {"gpuscopeSimSetTime"});
   resolve<__COUNTER__>(SimGetTime, {"gpuscopeSimGetTime"});
   resolve<__COUNTER__>(SimGetProcessName, {"gpuscopeSimGetProcessName"});

@@ -161,6 +161,16 @@ class NvmlLibrary {
   GPUSCOPE_NVML_SLOT(nvmlGpmSampleFree);
   GPUSCOPE_NVML_SLOT(nvmlGpmSampleGet);
   GPUSCOPE_NVML_SLOT(nvmlGpmMetricsGet);
+  // MIG (mig_reader.cc).
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetMaxMigDeviceCount);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetMigDeviceHandleByIndex);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetGpuInstanceId);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetComputeInstanceId);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetGpuInstanceById);
+  GPUSCOPE_NVML_SLOT(nvmlGpuInstanceGetInfo);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetGpuInstanceProfileInfoV);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetAttributes_v2);
+  GPUSCOPE_NVML_SLOT(nvmlGpmMigSampleGet);
 #undef GPUSCOPE_NVML_SLOT
   // gpuscope's simulator only; null on a real driver.
   decltype(&::gpuscopeSimSetTime) SimSetTime = nullptr;
