@@ -134,6 +134,8 @@ void add_imbalance(std::vector<GpuDiagnosis>& gpus, std::span<const GpuHistory> 
   std::map<std::pair<std::string, std::string>, std::vector<Busy>> groups;
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     if (!busy_verdict(gpus[i].verdict)) continue;
+    // MIG instances are separate tenants of one GPU, not ranks of one job: no peers.
+    if (!gpus[i].identity.mig_instance.empty()) continue;
     const Segment seg(histories[i], at_ms - window_ms, at_ms);
     groups[{gpus[i].identity.host, gpus[i].identity.job}].push_back(
         {i, seg.mean(Signal::kSmActive), seg.mean(Signal::kSmClock)});
@@ -184,6 +186,24 @@ void add_imbalance(std::vector<GpuDiagnosis>& gpus, std::span<const GpuHistory> 
   }
 }
 
+// A GPU in MIG mode has no activity of its own to read (no utilization, its profiling ratios are its
+// instances'): where its instances are diagnosed, its "unknown" says so rather than asking for fields
+// that exist per instance.
+void point_mig_gpus_at_their_instances(std::vector<GpuDiagnosis>& gpus) {
+  std::map<std::pair<std::string, std::string>, std::size_t> instances;  // (host, UUID) -> how many
+  for (const auto& g : gpus) {
+    if (!g.identity.mig_instance.empty()) ++instances[{g.identity.host, g.identity.uuid}];
+  }
+  for (auto& g : gpus) {
+    if (!g.identity.mig_instance.empty() || g.verdict != Verdict::kUnknown) continue;
+    const auto it = instances.find({g.identity.host, g.identity.uuid});
+    if (it == instances.end()) continue;
+    g.summary = fmt::format("in MIG mode: its work is diagnosed per MIG instance ({} below)", it->second);
+    g.fix.clear();
+    g.undecided.clear();
+  }
+}
+
 }  // namespace
 
 Diagnosis diagnose(std::span<const GpuHistory> gpus, std::int64_t at_ms, std::int64_t window_ms,
@@ -224,6 +244,7 @@ Diagnosis diagnose(std::span<const GpuHistory> gpus, std::span<const PortHistory
     out.gpus.push_back(std::move(g));
   }
   add_imbalance(out.gpus, gpus, at_ms, window_ms, thresholds);
+  point_mig_gpus_at_their_instances(out.gpus);
   apply_network_verdicts(out.gpus, gpus, ports, at_ms, window_ms);
   return out;
 }

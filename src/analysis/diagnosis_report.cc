@@ -30,6 +30,10 @@ json evidence_json(const std::vector<Evidence>& evidence) {
 
 std::string gpu_heading(const GpuIdentity& id) {
   std::string out = id.gpu.empty() ? id.uuid : fmt::format("GPU {}", id.gpu);
+  if (!id.mig_instance.empty()) {
+    out += id.mig_profile.empty() ? fmt::format(" MIG instance {}", id.mig_instance)
+                                  : fmt::format(" MIG {} instance {}", id.mig_profile, id.mig_instance);
+  }
   if (!id.model.empty()) out += "  " + id.model;
   if (!id.host.empty()) out += "  " + id.host;
   if (!id.job.empty()) out += "  job " + id.job;
@@ -123,7 +127,7 @@ std::string diagnosis_text(const Diagnosis& d) {
       out.pop_back();
       out += '\n';
     }
-    out += fmt::format("  fix       {}\n", g.fix);
+    if (!g.fix.empty()) out += fmt::format("  fix       {}\n", g.fix);
     for (const auto& f : g.findings) {
       out += fmt::format("  also      {}\n", f.summary);
       out += fmt::format("            fix: {}\n", f.fix);

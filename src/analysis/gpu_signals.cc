@@ -191,6 +191,8 @@ std::vector<GpuHistory> group_by_gpu(std::vector<store::SeriesSamples> series) {
       id.host = host;
       id.model = std::string(s.labels.get("modelName"));
       id.job = std::string(s.labels.get("hpc_job"));
+      id.mig_instance = std::string(s.labels.get("GPU_I_ID"));
+      id.mig_profile = std::string(s.labels.get("GPU_I_PROFILE"));
     }
     if (name == kThrottleReasonSeries) {
       if (preference > slot.preference[signal]) continue;

@@ -89,6 +89,9 @@ struct GpuIdentity {
   std::string host;   // Hostname, hostname or instance
   std::string model;  // modelName
   std::string job;    // hpc_job ("" when none): GPUs of one job are each other's peers
+  // A MIG instance's series (GPU_I_ID, GPU_I_PROFILE): diagnosed as a GPU of its own; both empty for a GPU.
+  std::string mig_instance;
+  std::string mig_profile;
 };
 
 // The samples of one GPU, per signal, sorted by time.

@@ -12,6 +12,7 @@
 #include "cli/stop_signal.h"
 #include "export/dcgmi_dmon_table.h"
 #include "export/machine_value.h"
+#include "export/mig_instance_rows.h"
 #include "export/timestamp_text.h"
 
 namespace gpuscope::cli {
@@ -60,7 +61,9 @@ std::expected<DmonOptions, ParseExit> parse_dmon_args(std::span<const std::strin
       "(power-limited % of the interval, thermal-limited 0/1) | m fb bar1 ccpm (MiB; ccpm: confidential-\n"
       "compute protected memory) | e sbecc dbecc pci (volatile ECC, PCIe replays) | t rxpci txpci (MB/s).\n"
       "The header repeats every 20 rows. -e prints DCGM field ids in dcgmi dmon's layout instead (-d\n"
-      "stays in seconds: dcgmi dmon -d 1000 is gpuscope dmon -d 1).",
+      "stays in seconds: dcgmi dmon -d 1000 is gpuscope dmon -d 1). Under a GPU in MIG mode, one row per\n"
+      "GPU instance, named 0/1 (GPU 0, GPU instance 1; with -e: GPU-I 0/1), with what an instance has of\n"
+      "its own (fb; with -e the FB and profiling fields) and '-' (N/A) elsewhere.",
       "  gpuscope dmon -s pucv -d 5 -c 12\n  gpuscope dmon -s pum -o DT --format csv,nounit -f gpu.csv\n"
       "  gpuscope dmon -i 0 --format json >> gpu0.ndjson\n  gpuscope dmon -e 150,155,156 -c 3\n"
       "  gpuscope --simulate dmon -c 3     # anywhere: gpuscope's simulated 8x H100 node");
@@ -188,7 +191,10 @@ int run_dmon(std::span<const std::string> args, const Invocation& inv) {
     };
     std::string text;
     if (dcgmi) {
-      for (const auto& view : views) text += dcgmi->row(view);
+      for (const auto& view : views) {
+        text += dcgmi->row(view);
+        for (const auto* m : exporter::gpu_instances_of(view.sample)) text += dcgmi->instance_row(view, *m);
+      }
     } else if (options->json) {
       nlohmann::ordered_json doc = {{"timestamp", exporter::iso_timestamp(snapshot.time)},
                                     {"timestamp_unix_seconds", exporter::unix_seconds(snapshot.time)}};
@@ -206,6 +212,10 @@ int run_dmon(std::span<const std::string> args, const Invocation& inv) {
       for (std::size_t k = 0; k < views.size(); ++k) {
         text += table.row(options->layout, wall, reading(k));
         ++rows_since_header;
+        for (const auto* m : exporter::gpu_instances_of(views[k].sample)) {
+          text += table.instance_row(options->layout, wall, views[k], *m);
+          ++rows_since_header;
+        }
       }
     }
     *out << text;

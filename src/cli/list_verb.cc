@@ -1,5 +1,6 @@
 #include "cli/list_verb.h"
 
+#include <algorithm>
 #include <ostream>
 #include <vector>
 
@@ -12,7 +13,9 @@
 namespace gpuscope::cli {
 
 std::expected<ListOptions, ParseExit> parse_list_args(std::span<const std::string> args) {
-  auto app = make_verb_app("list", "List the GPUs, one line each, like nvidia-smi -L.",
+  auto app = make_verb_app("list",
+                           "List the GPUs, one line each, like nvidia-smi -L; under a GPU in MIG mode, one line\n"
+                           "per MIG device (profile, index, MIG-UUID), as nvidia-smi -L prints them.",
                            "  gpuscope list --format json\n"
                            "  gpuscope list --count             # the number of GPUs, for launch scripts\n"
                            "  gpuscope --simulate list          # anywhere: gpuscope's simulated 8x H100 node");
@@ -43,6 +46,18 @@ int run_list(std::span<const std::string> args, const Invocation& inv) {
   if (!selected) return usage_error(inv.err, fmt::format("unknown GPU '{}' in -i", selected.error()));
   std::vector<model::GpuInfo> gpus;
   for (auto pos : *selected) gpus.push_back(all[pos]);
+  // MIG devices come and go while the GPU stays (nvidia-smi mig -cgi/-dgi): they are read now, from a
+  // reading, and only where discovery saw MIG mode on, so a host without MIG pays no reading.
+  std::vector<std::vector<model::MigInstanceSample>> mig_devices;
+  if (!options->count_only &&
+      std::any_of(gpus.begin(), gpus.end(), [](const model::GpuInfo& g) { return g.mig_enabled == true; })) {
+    const model::Snapshot snapshot = (*backend)->sample();
+    for (const auto& info : gpus) {
+      auto it = std::find_if(snapshot.gpus.begin(), snapshot.gpus.end(),
+                             [&](const model::GpuSample& s) { return s.index == info.index; });
+      mig_devices.push_back(it != snapshot.gpus.end() ? it->mig_instances : std::vector<model::MigInstanceSample>{});
+    }
+  }
   if (options->count_only) {
     if (options->json) {
       inv.out << exporter::json_line(nlohmann::ordered_json{{"gpu_count", gpus.size()}}) << '\n';
@@ -50,9 +65,9 @@ int run_list(std::span<const std::string> args, const Invocation& inv) {
       inv.out << gpus.size() << '\n';
     }
   } else if (options->json) {
-    inv.out << exporter::json_line(exporter::gpu_list_json(gpus)) << '\n';
+    inv.out << exporter::json_line(exporter::gpu_list_json(gpus, mig_devices)) << '\n';
   } else {
-    inv.out << exporter::gpu_list_text(gpus);
+    inv.out << exporter::gpu_list_text(gpus, mig_devices);
   }
   inv.out.flush();
   return inv.out ? kExitOk : kExitRuntime;

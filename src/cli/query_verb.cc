@@ -21,6 +21,7 @@ constexpr std::string_view kExample =
     "  gpuscope query --query-gpu=timestamp,index,power.draw --format=csv,noheader,nounits -l 5 >> power.csv\n"
     "  gpuscope query --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=json\n"
     "  gpuscope query -q -i 0            # nvidia-smi -q's report; --format=json for the same tree as JSON\n"
+    "  gpuscope query --query-mig=gpu_index,mig.index,profile,memory.used,sm_active --format=csv\n"
     "  gpuscope --simulate query --query-gpu=index,utilization.gpu,DCGM_FI_PROF_SM_ACTIVE   # anywhere";
 
 std::string wrapped_names(const std::vector<std::string>& names) {
@@ -117,6 +118,13 @@ std::expected<QueryOptions, ParseExit> parse_query_args(std::span<const std::str
                   "gpu_serial, gpu_uuid, remapped_rows.* (correctable[_inactive], uncorrectable[_inactive], "
                   "pending, failure, histogram.max|high|partial|low|none)")
       ->type_name("NAMES");
+  std::string mig_names;
+  app->add_option("--query-mig", mig_names,
+                  "comma-separated MIG device fields, one row per MIG device of each GPU in MIG mode "
+                  "(gpuscope's own; names with --help-query-mig)")
+      ->type_name("NAMES");
+  bool help_query_mig = false;
+  app->add_flag("--help-query-mig", help_query_mig, "list every --query-mig name and what it means");
   app->add_option("--format", format, "csv[,noheader][,nounits] (default csv) or json (one object per reading)")
       ->type_name("FORMAT");
   app->add_option("-l,--loop", loop_s, "repeat every SECONDS until Ctrl-C/SIGTERM, flushing after each reading")
@@ -138,15 +146,22 @@ std::expected<QueryOptions, ParseExit> parse_query_args(std::span<const std::str
   const auto args = with_long_loop_ms(raw_args);
   if (auto parsed = parse_arguments(*app, args); !parsed) return std::unexpected(parsed.error());
   if (help_query_gpu) return std::unexpected(ParseExit{kExitOk, exporter::gpu_query_help()});
+  if (help_query_mig) {
+    return std::unexpected(ParseExit{
+        kExitOk, "Fields for --query-mig (one row per MIG device; memory and activity are its GPU instance's):\n" +
+                     exporter::mig_query_help()});
+  }
 
   QueryOptions options;
   const bool has_gpu = app->count("--query-gpu") > 0;
   const bool has_apps = app->count("--query-compute-apps") > 0;
   const bool has_remap = app->count("--query-remapped-rows") > 0;
+  const bool has_mig = app->count("--query-mig") > 0;
   std::vector<std::string_view> asked;
   if (has_gpu) asked.push_back("--query-gpu");
   if (has_apps) asked.push_back("--query-compute-apps");
   if (has_remap) asked.push_back("--query-remapped-rows");
+  if (has_mig) asked.push_back("--query-mig");
   if (full) {
     if (!asked.empty()) return std::unexpected(usage(fmt::format("-q and {} cannot be combined", asked.front())));
     if (app->count("--format") > 0 && format != "json") {
@@ -157,7 +172,8 @@ std::expected<QueryOptions, ParseExit> parse_query_args(std::span<const std::str
     options.json = app->count("--format") > 0;
   } else if (asked.size() != 1) {
     return std::unexpected(usage(
-        asked.empty() ? std::string("query needs --query-gpu=NAMES, --query-compute-apps=NAMES or --query-remapped-rows=NAMES")
+        asked.empty() ? std::string("query needs --query-gpu=NAMES, --query-compute-apps=NAMES, --query-remapped-rows=NAMES "
+                                    "or --query-mig=NAMES")
                       : fmt::format("{} and {} cannot be combined", asked[0], asked[1])));
   }
   if (has_gpu) {
@@ -177,6 +193,16 @@ std::expected<QueryOptions, ParseExit> parse_query_args(std::span<const std::str
                     : fmt::format("unknown field '{}' in --query-remapped-rows", columns.error().name)));
     }
     options.gpu_columns = std::move(*columns);
+  } else if (has_mig) {
+    auto columns = exporter::parse_mig_query(mig_names);
+    if (!columns) {
+      return std::unexpected(usage(columns.error().name.empty()
+                                       ? std::string("empty field name in --query-mig")
+                                       : fmt::format("unknown field '{}' in --query-mig (see --help-query-mig)",
+                                                     columns.error().name)));
+    }
+    options.mig_columns = std::move(*columns);
+    options.mig = true;
   } else if (has_apps) {
     auto columns = exporter::parse_compute_apps_query(app_names);
     if (!columns) {
@@ -230,13 +256,14 @@ int run_query(std::span<const std::string> args, const Invocation& inv) {
   if (options->loop && inv.handle_signals) install_stop_handlers();
   if (!options->json && options->csv.header && !options->full) {
     // Once, not per reading: a log appended to with -l stays one table.
-    inv.out << (options->apps ? exporter::compute_apps_csv_header(options->app_columns)
-                              : exporter::gpu_query_csv_header(options->gpu_columns));
+    inv.out << (options->apps  ? exporter::compute_apps_csv_header(options->app_columns)
+                : options->mig ? exporter::mig_query_csv_header(options->mig_columns)
+                               : exporter::gpu_query_csv_header(options->gpu_columns));
   }
   std::vector<bool> process_error_reported(gpus.size(), false);
   // The names beyond the catalog (pci.domain, inforom.*, ecc.errors.*.sram, ...) cost ~70 more NVML
   // calls per GPU: read only when one of them was asked for, once per GPU per reading.
-  const bool read_details = !options->apps && exporter::needs_details(options->gpu_columns);
+  const bool read_details = !options->apps && !options->mig && exporter::needs_details(options->gpu_columns);
   std::vector<model::GpuDetails> details;
   auto next = std::chrono::steady_clock::now();
   while (true) {
@@ -247,7 +274,13 @@ int run_query(std::span<const std::string> args, const Invocation& inv) {
     if (read_details) {
       for (const std::size_t i : *selected) details.push_back(backend.details(i));
     }
-    if (options->full) {
+    if (options->mig) {
+      if (options->json) {
+        inv.out << exporter::json_line(exporter::mig_query_json(options->mig_columns, context, views)) << '\n';
+      } else {
+        inv.out << exporter::mig_query_csv_rows(options->mig_columns, context, views, options->csv);
+      }
+    } else if (options->full) {
       print_smi_q(backend, snapshot, views, *selected, options->json, inv);
     } else if (options->apps) {
       // An empty CSV must not pass for "no processes" when the list could not be read (JSON says so

@@ -13,6 +13,7 @@
 #include "export/compute_apps_query.h"
 #include "export/gpu_query.h"
 #include "export/gpu_query_csv.h"
+#include "export/mig_query.h"
 
 namespace gpuscope::cli {
 
@@ -20,6 +21,8 @@ struct QueryOptions {
   std::vector<exporter::GpuColumn> gpu_columns;  // --query-gpu
   std::vector<exporter::AppColumn> app_columns;  // --query-compute-apps
   bool apps = false;                             // which of the two was asked for
+  std::vector<const exporter::MigColumn*> mig_columns;  // --query-mig (gpuscope's own)
+  bool mig = false;
   bool full = false;                             // -q: nvidia-smi -q's report instead of either
   bool json = false;
   exporter::CsvStyle csv;

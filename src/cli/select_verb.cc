@@ -57,6 +57,9 @@ std::string shell_quoted(std::string_view s) {
 }
 
 std::string candidate_label(const GpuCandidate& c) {
+  if (c.gpu_instance_id) {
+    return fmt::format("GPU {} MIG {} instance {} ({})", c.index, c.mig_profile, *c.gpu_instance_id, c.uuid);
+  }
   return c.uuid.empty() ? fmt::format("GPU {}", c.index) : fmt::format("GPU {} ({})", c.index, c.uuid);
 }
 
@@ -73,11 +76,43 @@ nlohmann::ordered_json candidate_json(const GpuCandidate& c) {
   j["index"] = c.index;
   j["uuid"] = c.uuid;
   j["pci_bus_id"] = c.pci_bus_id;
+  if (c.gpu_instance_id) {
+    j["gpu_instance_id"] = *c.gpu_instance_id;
+    j["mig_profile"] = c.mig_profile;
+  }
   if (c.utilization_percent) j["utilization_gpu_percent"] = exporter::json_number(*c.utilization_percent);
   if (c.memory_free_mib) j["memory_free_mib"] = exporter::json_number(*c.memory_free_mib);
   if (c.compute_processes) j["compute_processes"] = *c.compute_processes;
   if (!c.reasons.empty()) j["reasons"] = c.reasons;
   return j;
+}
+
+// Adds the reasons `options`' limits give against `c`, then files it as qualified or left out.
+void judge_limits(GpuCandidate& c, const SelectOptions& options, std::vector<GpuCandidate>& qualified,
+                  std::vector<GpuCandidate>& left_out) {
+  if (options.min_free_memory_bytes) {
+    const auto wanted = *options.min_free_memory_bytes;
+    if (!c.memory_free_mib) {
+      c.reasons.emplace_back("free memory not reported (--min-free-memory cannot be checked)");
+    } else if (*c.memory_free_mib * kBytesPerMiB < static_cast<double>(wanted)) {
+      c.reasons.push_back(fmt::format(
+          "{} free, below --min-free-memory {}",
+          memory_size_text(static_cast<std::uint64_t>(*c.memory_free_mib * kBytesPerMiB)), memory_size_text(wanted)));
+    }
+  }
+  if (options.max_utilization_percent) {
+    if (!c.utilization_percent) {
+      c.reasons.emplace_back("utilization not reported (--max-utilization cannot be checked)");
+    } else if (*c.utilization_percent > *options.max_utilization_percent) {
+      c.reasons.push_back(fmt::format("utilization {}, above --max-utilization {}", percent_text(*c.utilization_percent),
+                                      percent_text(*options.max_utilization_percent)));
+    }
+  }
+  if (c.reasons.empty()) {
+    qualified.push_back(std::move(c));
+  } else {
+    left_out.push_back(std::move(c));
+  }
 }
 
 }  // namespace
@@ -115,7 +150,33 @@ GpuSelection select_least_busy(const model::Snapshot& snapshot, std::span<const 
         c.reasons.push_back(fmt::format("{}: {}", analysis::health_check_id(check.check), check.summary));
       }
     }
-    if (info.mig_enabled == true) c.reasons.emplace_back("MIG mode is on: CUDA sees its MIG instances, not the GPU");
+    const bool mig = sample.mig_enabled || info.mig_enabled == true;
+    // A MIG device inherits its GPU's health; what the GPU itself reports does not apply to it.
+    std::vector<GpuCandidate> devices;
+    if (mig) {
+      for (const auto& m : sample.mig_instances) {
+        GpuCandidate d;
+        d.index = info.index;
+        d.uuid = m.uuid;
+        d.pci_bus_id = info.pci_bus_id;
+        d.gpu_instance_id = m.gpu_instance_id;
+        d.mig_profile = m.profile;
+        d.reasons = c.reasons;
+        // No utilization.gpu in MIG mode: the graphics engine's activity is the same question (did a
+        // kernel run), asked of the instance alone.
+        if (const auto& gr = m[FieldId::kGrEngineActive]; gr.valid()) d.utilization_percent = gr.value * 100.0;
+        if (const auto& free = m[FieldId::kFbFree]; free.valid()) d.memory_free_mib = free.value;
+        if (!sample.processes_error_code) {
+          d.compute_processes = static_cast<std::size_t>(std::ranges::count_if(sample.processes, [&](const model::ProcessSample& p) {
+            return p.kind != model::ProcessKind::kGraphics && p.gpu_instance_id == m.gpu_instance_id;
+          }));
+        }
+        if (options.count > 1) d.reasons.emplace_back("a MIG device: a CUDA process uses only one (--count 1)");
+        if (options.by_index) d.reasons.emplace_back("a MIG device has no index for CUDA_VISIBLE_DEVICES (--by uuid)");
+        devices.push_back(std::move(d));
+      }
+      c.reasons.emplace_back("MIG mode is on: CUDA sees its MIG devices, not the GPU");
+    }
     if (const auto& util = sample[FieldId::kGpuUtil]; util.valid()) c.utilization_percent = util.value;
     if (const auto& free = sample[FieldId::kFbFree]; free.valid()) c.memory_free_mib = free.value;
     if (!sample.processes_error_code) {
@@ -123,31 +184,13 @@ GpuSelection select_least_busy(const model::Snapshot& snapshot, std::span<const 
           std::count_if(sample.processes.begin(), sample.processes.end(),
                         [](const model::ProcessSample& p) { return p.kind != model::ProcessKind::kGraphics; }));
     }
-    if (options.min_free_memory_bytes) {
-      const auto wanted = *options.min_free_memory_bytes;
-      if (!c.memory_free_mib) {
-        c.reasons.emplace_back("free memory not reported (--min-free-memory cannot be checked)");
-      } else if (*c.memory_free_mib * kBytesPerMiB < static_cast<double>(wanted)) {
-        c.reasons.push_back(fmt::format(
-            "{} free, below --min-free-memory {}",
-            memory_size_text(static_cast<std::uint64_t>(*c.memory_free_mib * kBytesPerMiB)), memory_size_text(wanted)));
-      }
-    }
-    if (options.max_utilization_percent) {
-      if (!c.utilization_percent) {
-        c.reasons.emplace_back("utilization not reported (--max-utilization cannot be checked)");
-      } else if (*c.utilization_percent > *options.max_utilization_percent) {
-        c.reasons.push_back(fmt::format("utilization {}, above --max-utilization {}", percent_text(*c.utilization_percent),
-                                        percent_text(*options.max_utilization_percent)));
-      }
-    }
-    if (c.reasons.empty()) {
-      qualified.push_back(std::move(c));
-    } else {
+    if (mig) {
       selection.left_out.push_back(std::move(c));
+      for (auto& d : devices) judge_limits(d, options, qualified, selection.left_out);
+      continue;
     }
+    judge_limits(c, options, qualified, selection.left_out);
   }
-
   // Idle first: a GPU nobody computes on, then the least utilized, then the most free memory. What is
   // not known ranks as worst.
   constexpr double kUnknown = std::numeric_limits<double>::infinity();
@@ -173,10 +216,12 @@ std::string cuda_visible_devices_line(const GpuSelection& selection, bool by_ind
 std::expected<SelectOptions, ParseExit> parse_select_args(std::span<const std::string> args) {
   auto app = make_verb_app("select",
                            "Choose the GPUs for a new job: the --count least busy healthy GPUs (no uncorrectable "
-                           "ECC errors, no pending or failed row remaps, answering, not in MIG mode) within the "
+                           "ECC errors, no pending or failed row remaps, answering) within the "
                            "limits given, GPUs without compute processes first, then the lowest utilization, then "
-                           "the most free memory. Prints CUDA_VISIBLE_DEVICES=... (UUIDs, which survive "
-                           "renumbering) for a launch script to export.",
+                           "the most free memory. A GPU in MIG mode offers its MIG devices instead (--count 1: a "
+                           "CUDA process uses one MIG device), their graphics-engine activity as utilization. "
+                           "Prints CUDA_VISIBLE_DEVICES=... (UUIDs, which survive renumbering) for a launch script "
+                           "to export.",
                            kSelectExample);
   app->footer(fmt::format("Example:\n{}\n\n{}\n", kSelectExample, kSelectFooter));
   SelectOptions options;

@@ -25,10 +25,12 @@ struct SelectOptions {
   bool json = false;
 };
 
-// One GPU as select judged it.
+// One GPU, or one MIG device of a GPU in MIG mode, as select judged it.
 struct GpuCandidate {
-  unsigned index = 0;
-  std::string uuid;
+  unsigned index = 0;  // the GPU's (a MIG device's parent)
+  std::string uuid;    // "GPU-..." or, for a MIG device, "MIG-..." (what CUDA_VISIBLE_DEVICES takes)
+  std::optional<unsigned> gpu_instance_id;  // set for a MIG device
+  std::string mig_profile;                  // "3g.40gb" for a MIG device
   std::string pci_bus_id;
   std::optional<double> utilization_percent;
   std::optional<double> memory_free_mib;
@@ -44,7 +46,10 @@ struct GpuSelection {
 };
 
 // Healthy (kCriticalHealthChecks pass, up, not in MIG mode) and within the limits qualify; among them,
-// GPUs without compute processes first, then the lowest utilization, then the most free memory.
+// GPUs without compute processes first, then the lowest utilization, then the most free memory. A GPU
+// in MIG mode is left out and its MIG devices are candidates instead (their memory, their processes,
+// their graphics-engine activity as utilization), only for --count 1 by UUID: a CUDA process uses one
+// MIG device, and names it by its MIG UUID.
 GpuSelection select_least_busy(const model::Snapshot& snapshot, std::span<const model::GpuInfo> gpus,
                                const SelectOptions& options);
 

@@ -52,6 +52,8 @@ std::expected<TopOptions, ParseExit> parse_top_args(std::span<const std::string>
       "A live full-screen view of the GPUs, like nvtop/nvitop. Per GPU: utilization.gpu (nvidia-smi's 'GPU util':\n"
       "a kernel ran, however small) beside SM active (how much of the GPU was busy), tensor and DRAM activity,\n"
       "memory, power, temperature, clocks, throttle reasons and the diagnosis' verdict; below, the processes.\n"
+      "A GPU in MIG mode gets a row per GPU instance (0/1 = GPU 0, GPU instance 1): profile, SM and tensor\n"
+      "activity, memory, processes, its own verdict and pod; its processes show 0/1 in the GPU column.\n"
       "Keys: h help, q quit, Up/Down or 0-9 select a GPU, Tab focus it, s sort, u filter by user, p pause.",
       "  gpuscope top\n  gpuscope top -i 0,1 --interval 500ms\n  gpuscope top --url http://gpu-node-7:9400   # a running agent\n"
       "  gpuscope --simulate top                      # anywhere: gpuscope's simulated 8x H100 node");

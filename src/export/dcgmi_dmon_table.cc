@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "export/mig_instance_rows.h"
+
 namespace gpuscope::exporter {
 namespace {
 
@@ -151,12 +153,12 @@ std::string DcgmiDmonTable::header() const {
   return names + "\n" + units + "\n";
 }
 
-std::string DcgmiDmonTable::row(const GpuView& gpu) const {
-  std::string line = fmt::format("{:<{}}", fmt::format("GPU {}", gpu.info.index), kDcgmiEntityWidth + kDcgmiPadding);
+std::string DcgmiDmonTable::entity_row(std::string_view entity, const model::GpuSample& sample) const {
+  std::string line = fmt::format("{:<{}}", entity, kDcgmiEntityWidth + kDcgmiPadding);
   for (const auto& c : columns_) {
     std::string value = "N/A";
-    const auto& v = gpu.sample[c.field];
-    if (gpu.sample.up && v.valid() && std::isfinite(v.value)) {
+    const auto& v = sample[c.field];
+    if (sample.up && v.valid() && std::isfinite(v.value)) {
       // gpuscope stores some values in finer units than DCGM (violation times in ns, DCGM's in us).
       const double dcgm = v.value / model::FieldCatalog::get(c.field).dcgm_divisor;
       value = c.format->floating ? fmt::format("{:.3f}", dcgm) : fmt::format("{}", std::llround(dcgm));
@@ -164,6 +166,15 @@ std::string DcgmiDmonTable::row(const GpuView& gpu) const {
     line += dcgmi_cell(value, dcgmi_width(*c.format));
   }
   return line + "\n";
+}
+
+std::string DcgmiDmonTable::row(const GpuView& gpu) const {
+  return entity_row(fmt::format("GPU {}", gpu.info.index), gpu.sample);
+}
+
+std::string DcgmiDmonTable::instance_row(const GpuView& gpu, const model::MigInstanceSample& instance) const {
+  return entity_row(fmt::format("GPU-I {}", mig_instance_id(gpu.info.index, instance.gpu_instance_id)),
+                    mig_instance_as_sample(gpu.sample, instance));
 }
 
 }  // namespace gpuscope::exporter

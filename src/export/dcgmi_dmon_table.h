@@ -15,6 +15,7 @@
 
 #include "export/gpu_view.h"
 #include "model/field_catalog.h"
+#include "model/snapshot.h"
 
 namespace gpuscope::exporter {
 
@@ -44,6 +45,11 @@ class DcgmiDmonTable {
   // The two header lines, each with a newline; every cell is padded, the last one too, as dcgmi's are.
   std::string header() const;
   std::string row(const GpuView& gpu) const;
+  // A MIG GPU instance's row after its GPU's: "GPU-I 0/1" (dcgmi's word for a GPU instance entity, and
+  // the GPU/instance pair dcgmi dmon -i takes, since gpuscope has no DCGM entity ids); the instance's
+  // memory and profiling fields (250-253, 1001-1008) have values, every other field is N/A, as dcgmi
+  // shows a GPU-I entity.
+  std::string instance_row(const GpuView& gpu, const model::MigInstanceSample& instance) const;
 
  private:
   struct Column {
@@ -51,6 +57,7 @@ class DcgmiDmonTable {
     model::FieldId field;
   };
   explicit DcgmiDmonTable(std::vector<Column> columns) : columns_(std::move(columns)) {}
+  std::string entity_row(std::string_view entity, const model::GpuSample& sample) const;
   std::vector<Column> columns_;
 };
 

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "export/machine_value.h"
+#include "export/mig_instance_rows.h"
 
 namespace gpuscope::exporter {
 
@@ -166,36 +167,69 @@ std::string DmonTable::header(const DmonLayout& layout) const {
   return out;
 }
 
-std::string DmonTable::row(const DmonLayout& layout, std::chrono::system_clock::time_point when,
-                           const DmonReading& r) const {
+std::vector<std::string> DmonTable::cells(const DmonReading& r, bool first_row_violations_zero) const {
   std::vector<std::string> cells;
   cells.reserve(columns_.size());
   for (const auto* c : columns_) {
     auto v = c->read(r);
     // The violation columns need two readings; on the first row nvidia-smi prints 0 for them, not "-"
     // (the JSON row leaves them out: nothing was measured yet).
-    if (!v && r.previous == nullptr && c->group == 'v' && r.now.sample.up) v = 0.0;
+    if (!v && first_row_violations_zero && r.previous == nullptr && c->group == 'v' && r.now.sample.up) v = 0.0;
     cells.push_back(v ? fmt::format("{}", std::llround(*v)) : std::string("-"));
   }
+  return cells;
+}
+
+std::string DmonTable::line(const DmonLayout& layout, std::chrono::system_clock::time_point when, std::string_view id,
+                            const std::vector<std::string>& cells) const {
   if (layout.csv) {
-    auto all = time_cells_row(layout.time, when, r.now.info.index);
+    auto all = time_cells_row(layout.time, when, id);
     all.insert(all.end(), cells.begin(), cells.end());
     return csv_line(' ', all);
   }
-  std::string line = time_lead_row(layout.time, when, r.now.info.index);
+  std::string line = time_lead_row(layout.time, when, id);
   // Wider numbers (an H200's 143771 MiB) push the row right rather than lose digits, as nvidia-smi does.
   for (const auto& cell : cells) line += fmt::format(" {:>{}}", cell, kWidth);
   line += " \n";
   return line;
 }
 
-nlohmann::ordered_json DmonTable::row_json(const DmonReading& r) const {
-  nlohmann::ordered_json row = {{"index", r.now.info.index}};
+std::string DmonTable::row(const DmonLayout& layout, std::chrono::system_clock::time_point when,
+                           const DmonReading& r) const {
+  return line(layout, when, fmt::format("{}", r.now.info.index), cells(r, true));
+}
+
+std::string DmonTable::instance_row(const DmonLayout& layout, std::chrono::system_clock::time_point when,
+                                    const GpuView& gpu, const model::MigInstanceSample& instance) const {
+  const auto own = mig_instance_as_sample(gpu.sample, instance);
+  // No previous reading and no details: an instance has no violation counters, jpg, ofa or ccpm.
+  const DmonReading r{GpuView{gpu.info, own}, nullptr, std::chrono::nanoseconds{0}, nullptr};
+  return line(layout, when, mig_instance_id(gpu.info.index, instance.gpu_instance_id), cells(r, false));
+}
+
+void DmonTable::add_values(nlohmann::ordered_json& row, const DmonReading& r) const {
   for (const auto* c : columns_) {
     auto v = c->read(r);
     if (!v) continue;
     if (auto number = json_number(*v); !number.is_null()) row[json_key(c->name, c->json_unit)] = std::move(number);
   }
+}
+
+nlohmann::ordered_json DmonTable::row_json(const DmonReading& r) const {
+  nlohmann::ordered_json row = {{"index", r.now.info.index}};
+  add_values(row, r);
+  const auto instances = gpu_instances_of(r.now.sample);
+  if (instances.empty()) return row;
+  auto list = nlohmann::ordered_json::array();
+  for (const auto* m : instances) {
+    nlohmann::ordered_json object = {{"id", mig_instance_id(r.now.info.index, m->gpu_instance_id)},
+                                     {"gpu_instance_id", m->gpu_instance_id}};
+    if (!m->profile.empty()) object["profile"] = m->profile;
+    const auto own = mig_instance_as_sample(r.now.sample, *m);
+    add_values(object, DmonReading{GpuView{r.now.info, own}, nullptr, std::chrono::nanoseconds{0}, nullptr});
+    list.push_back(std::move(object));
+  }
+  row["mig_instances"] = std::move(list);
   return row;
 }
 

@@ -63,8 +63,16 @@ class DmonTable {
     return row({}, {}, DmonReading{now, previous, interval});
   }
 
+  // A MIG GPU instance's row, printed after its GPU's row: the index column holds "0/1" (GPU 0, GPU
+  // instance 1; mig_instance_rows.h) and only what an instance has of its own gets a value (fb, its
+  // memory used); every other column is '-', the violation columns too.
+  std::string instance_row(const DmonLayout& layout, std::chrono::system_clock::time_point when, const GpuView& gpu,
+                           const model::MigInstanceSample& instance) const;
+
   // The same row as {"index":0,"pwr_watts":250.12,"gtemp_celsius":45,...}: keys are the column name plus
-  // the unit suffix of machine_value.h; a '-' value is absent.
+  // the unit suffix of machine_value.h; a '-' value is absent. A GPU in MIG mode also gets
+  // "mig_instances":[{"id":"0/1","gpu_instance_id":1,"profile":"3g.40gb","fb_mib":10240}, ...], one per
+  // GPU instance, with the columns an instance has.
   nlohmann::ordered_json row_json(const DmonReading& r) const;
   nlohmann::ordered_json row_json(const GpuView& now, const model::GpuSample* previous,
                                   std::chrono::nanoseconds interval) const {
@@ -77,6 +85,10 @@ class DmonTable {
 
  private:
   explicit DmonTable(std::vector<const DmonColumn*> columns) : columns_(std::move(columns)) {}
+  std::vector<std::string> cells(const DmonReading& r, bool first_row_violations_zero) const;
+  std::string line(const DmonLayout& layout, std::chrono::system_clock::time_point when, std::string_view id,
+                   const std::vector<std::string>& cells) const;
+  void add_values(nlohmann::ordered_json& row, const DmonReading& r) const;
   std::vector<const DmonColumn*> columns_;
 };
 

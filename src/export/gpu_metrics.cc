@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "export/mig_metrics.h"
+
 namespace gpuscope::exporter {
 namespace {
 
@@ -25,11 +27,14 @@ constexpr std::array<ThrottleReason, 9> kThrottleReasons{{
     {0x100, "display_clock_setting"},
 }};
 
-// One GPU as the writer needs it: its sample (null when the snapshot lacks it) and its labels.
+// One GPU as the writer needs it: its sample (null when the snapshot lacks it), its labels, and its MIG
+// instances' rows when its instance fields go per instance.
 struct GpuRow {
   const model::GpuSample* sample;
   std::string labels;
   unsigned index;
+  std::vector<MigRow> mig;
+  bool mig_capable = false;  // GpuInfo::mig_enabled known: gpuscope_mig_mode_enabled
 };
 
 // A per-GPU gauge taken straight from one catalog field, written only where the field is valid.
@@ -66,7 +71,13 @@ void write_processes(ExpositionWriter& w, const std::vector<GpuRow>& rows, const
       extra.add("pid", std::to_string(ps[i]->pid))
           .add("process_name", ps[i]->identity.name)
           .add("container_id", ps[i]->identity.container_id);
-      kept.push_back({r.labels + "," + extra.text(), ps[i]});
+      // A process in a MIG instance has the instance's labels (GPU_I_PROFILE, GPU_I_ID, its container's).
+      const std::string* labels = &r.labels;
+      if (const auto* instance = mig_instance_of(*r.sample, *ps[i])) {
+        const auto m = std::ranges::find(r.mig, instance, &MigRow::instance);
+        if (m != r.mig.end()) labels = &m->labels;
+      }
+      kept.push_back({*labels + "," + extra.text(), ps[i]});
     }
     dropped.emplace_back(&r, ps.size() - keep);
   }
@@ -106,13 +117,16 @@ void write_processes(ExpositionWriter& w, const std::vector<GpuRow>& rows, const
 std::span<const ThrottleReason> throttle_reasons() { return kThrottleReasons; }
 
 LabelSet gpu_labels(const model::GpuInfo& info, const model::SystemInfo& system, const MetricSet& set,
-                    const GpuMetricsOptions& options) {
+                    const GpuMetricsOptions& options, const model::MigInstanceSample* instance) {
   LabelSet labels;
   labels.add("gpu", std::to_string(info.index))
       .add("UUID", info.uuid)
       .add("pci_bus_id", info.pci_bus_id)
       .add("device", info.device_name())
       .add("modelName", info.name);
+  if (instance != nullptr) {
+    labels.add("GPU_I_PROFILE", instance->profile).add("GPU_I_ID", std::to_string(instance->gpu_instance_id));
+  }
   if (options.hostname_label == HostnameLabel::kHostname) labels.add("Hostname", system.hostname);
   if (options.hostname_label == HostnameLabel::kLowercase) labels.add("hostname", system.hostname);
   if (set.driver_version_label) labels.add("DCGM_FI_DRIVER_VERSION", system.driver_version);
@@ -136,11 +150,7 @@ void write_gpu_metrics(ExpositionWriter& w, const model::Snapshot& snapshot, std
     const model::GpuSample* sample = it == snapshot.gpus.end() ? nullptr : &*it;
     const std::string labels = gpu_labels(info, system, set, options).text();
     // serve --kubernetes, as dcgm-exporter: the container holding the GPU, and no such labels while none does.
-    std::string pod_labels;
-    if (sample != nullptr && sample->kubernetes_pod) {
-      const auto& pod = *sample->kubernetes_pod;
-      pod_labels = "," + LabelSet().add("pod", pod.pod).add("namespace", pod.namespace_name).add("container", pod.container).text();
-    }
+    const std::string pod_labels = sample != nullptr ? pod_label_text(sample->kubernetes_pod) : std::string();
     // A process is in the GPU's container when that is the GPU's only one; on a GPU several containers share,
     // the GPU's labels name one of them, which may not be the process's.
     const bool shared = sample != nullptr && sample->kubernetes_gpu_shared;
@@ -152,25 +162,40 @@ void write_gpu_metrics(ExpositionWriter& w, const model::Snapshot& snapshot, std
     }
     if (per_job.empty()) per_job.emplace_back();
     for (const auto& job : per_job) {
-      GpuRow row{sample, labels + pod_labels + job, info.index};
+      GpuRow row{sample, labels + pod_labels + job, info.index, {}, info.mig_enabled.has_value()};
       if (sample != nullptr && sample->up) {
+        row.mig = mig_rows(info, *sample, system, set, options, job);
         up.push_back(row);
-        process_rows.push_back({sample, labels + process_pod_labels + job, info.index});
+        process_rows.push_back({sample, labels + process_pod_labels + job, info.index, row.mig, row.mig_capable});
       }
       all.push_back(std::move(row));
     }
   }
 
+  // A MIG instance field of a GPU with MIG instances is written per instance, in the GPU's place; not for the
+  // GPU, so that sum() over a node counts each MiB and each SM once (dcgm-exporter's scope).
+  const auto for_each_value = [&](FieldId id, auto&& visit) {
+    const bool per_instance = model::is_mig_instance_field(id);
+    for (const auto& r : up) {
+      if (per_instance && !r.mig.empty()) {
+        for (const auto& m : r.mig) {
+          if (m.first_of_gpu_instance) visit(m.labels, (*m.instance)[id]);
+        }
+      } else {
+        visit(r.labels, (*r.sample)[id]);
+      }
+    }
+  };
   for (const auto& f : set.fields) {
     const auto& def = model::FieldCatalog::get(f.id);
-    bool any = std::ranges::any_of(up, [&](const GpuRow& r) { return (*r.sample)[f.id].valid(); });
+    bool any = false;
+    for_each_value(f.id, [&](const std::string&, const model::FieldValue& v) { any = any || v.valid(); });
     if (!any) continue;
     const std::string_view name = f.name.empty() ? def.dcgm_name : std::string_view(f.name);
     w.family(name, f.type, f.help);
-    for (const auto& r : up) {
-      const auto& v = (*r.sample)[f.id];
-      if (v.valid()) w.sample(name, r.labels, v.value / def.dcgm_divisor);
-    }
+    for_each_value(f.id, [&](const std::string& labels, const model::FieldValue& v) {
+      if (v.valid()) w.sample(name, labels, v.value / def.dcgm_divisor);
+    });
   }
 
   w.family("gpuscope_gpu_up", MetricType::kGauge,
@@ -228,6 +253,14 @@ void write_gpu_metrics(ExpositionWriter& w, const model::Snapshot& snapshot, std
                      FieldId::kPcieLinkWidthCurrent);
   write_field_family(w, up, "gpuscope_pcie_link_width_max", "Maximum PCIe link width (lanes).",
                      FieldId::kPcieLinkWidthMax);
+
+  std::vector<MigModeRow> mig_modes;
+  std::vector<MigRow> mig_instances;
+  for (const auto& r : up) {
+    if (r.mig_capable) mig_modes.push_back({r.sample, r.labels});
+    mig_instances.insert(mig_instances.end(), r.mig.begin(), r.mig.end());
+  }
+  write_mig_families(w, mig_modes, mig_instances);
 
   // A GPU costs the same whether or not it answers NVML, so the price follows every GPU found at start,
   // with the same labels as its other series (PromQL joins on UUID or on all GPU labels both work).

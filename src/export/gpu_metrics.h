@@ -33,15 +33,18 @@ struct GpuMetricsOptions {
 };
 
 // The labels every series of GPU `info` carries: gpu, UUID, pci_bus_id, device, modelName, the host
-// label, and DCGM_FI_DRIVER_VERSION when the metric set asks for it.
+// label, and DCGM_FI_DRIVER_VERSION when the metric set asks for it. A MIG instance's series add
+// GPU_I_PROFILE and GPU_I_ID after modelName, where dcgm-exporter has them.
 LabelSet gpu_labels(const model::GpuInfo& info, const model::SystemInfo& system, const MetricSet& set,
-                    const GpuMetricsOptions& options);
+                    const GpuMetricsOptions& options, const model::MigInstanceSample* instance = nullptr);
 
 // Writes the families of one snapshot. A GPU that is down has only gpuscope_gpu_up 0 and its hourly
 // price (not a reading: a lost GPU is still paid for); a field a GPU does not support has no series
 // (never 0). A GPU with HPC jobs has each series once per job, with an
 // `hpc_job` label. A GPU a Kubernetes container holds (serve --kubernetes) has `pod`, `namespace` and
-// `container` labels, its per-process series too unless several containers share the GPU.
+// `container` labels, its per-process series too unless several containers share the GPU. A GPU in MIG
+// mode has its memory and profiling series per MIG instance (see mig_metrics.h), each with the pod labels of
+// the instance's container; a process in a MIG instance has that instance's labels.
 void write_gpu_metrics(ExpositionWriter& writer, const model::Snapshot& snapshot,
                        std::span<const model::GpuInfo> gpus, const model::SystemInfo& system, const MetricSet& set,
                        const GpuMetricsOptions& options);

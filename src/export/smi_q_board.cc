@@ -67,6 +67,7 @@ std::vector<SmiQNode> board_nodes(const SmiQGpu& g) {
     out.push_back(sq_section("MIG Mode", "mig_mode",
                              sq_pair(mig, "current_mig", "pending_mig", [](int v) { return sq_enabled(v != 0); })));
   }
+  if (auto mig_devices = mig_devices_node(g)) out.push_back(std::move(*mig_devices));
   out.push_back(
       sq_answer("Accounting Mode", "accounting_mode", d.accounting_mode, [](int v) { return sq_enabled(v != 0); }));
   out.push_back(sq_answer("Accounting Mode Buffer Size", "accounting_mode_buffer_size", d.accounting_buffer_size,

@@ -121,5 +121,7 @@ inline SmiQNode sq_identity(std::string label, std::string key, const std::optio
 // The identity lines down to IBMNPU, and the PCI section (smi_q_board.cc).
 std::vector<SmiQNode> board_nodes(const SmiQGpu& g);
 SmiQNode pci_node(const SmiQGpu& g);
+// "MIG Devices", one block per MIG device, for a GPU in MIG mode; nullopt otherwise (smi_q_mig.cc).
+std::optional<SmiQNode> mig_devices_node(const SmiQGpu& g);
 
 }  // namespace gpuscope::exporter::smi_q

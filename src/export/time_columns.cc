@@ -63,10 +63,14 @@ std::string time_lead_units(TimeColumns c) {
   return c.any() ? time_columns_text(c, '#', "YYYYMMDD", "HH:MM:SS") + "Idx" : "# Idx";
 }
 
-std::string time_lead_row(TimeColumns c, std::chrono::system_clock::time_point t, unsigned gpu_index) {
-  if (!c.any()) return fmt::format("{:>5}", gpu_index);
+std::string time_lead_row(TimeColumns c, std::chrono::system_clock::time_point t, std::string_view id) {
+  if (!c.any()) return fmt::format("{:>5}", id);
   const auto local = time_columns_local(t);
-  return time_columns_text(c, ' ', local.date, local.time) + fmt::format("{:>3}", gpu_index);
+  return time_columns_text(c, ' ', local.date, local.time) + fmt::format("{:>3}", id);
+}
+
+std::string time_lead_row(TimeColumns c, std::chrono::system_clock::time_point t, unsigned gpu_index) {
+  return time_lead_row(c, t, fmt::format("{}", gpu_index));
 }
 
 std::vector<std::string> time_cells_names(TimeColumns c) {
@@ -85,15 +89,19 @@ std::vector<std::string> time_cells_units(TimeColumns c) {
   return cells;
 }
 
-std::vector<std::string> time_cells_row(TimeColumns c, std::chrono::system_clock::time_point t, unsigned gpu_index) {
+std::vector<std::string> time_cells_row(TimeColumns c, std::chrono::system_clock::time_point t, std::string_view id) {
   std::vector<std::string> cells;
   if (c.any()) {
     const auto local = time_columns_local(t);
     if (c.date) cells.push_back(local.date);
     if (c.time) cells.push_back(local.time);
   }
-  cells.push_back(fmt::format("{}", gpu_index));
+  cells.emplace_back(id);
   return cells;
+}
+
+std::vector<std::string> time_cells_row(TimeColumns c, std::chrono::system_clock::time_point t, unsigned gpu_index) {
+  return time_cells_row(c, t, fmt::format("{}", gpu_index));
 }
 
 std::string csv_line(char lead, const std::vector<std::string>& cells) {

@@ -33,12 +33,16 @@ std::string time_lead_names(TimeColumns columns);
 std::string time_lead_units(TimeColumns columns);
 // Text: the start of a row: "    0", or " 20240104   13:54:35      0" at time `t` (local time).
 std::string time_lead_row(TimeColumns columns, std::chrono::system_clock::time_point t, unsigned gpu_index);
+// The same with the index column's text given: a MIG instance's "0/1" (dmon's instance rows).
+std::string time_lead_row(TimeColumns columns, std::chrono::system_clock::time_point t, std::string_view id);
 
 // CSV: the cells before the value columns, for header line 1, line 2 and a row.
 std::vector<std::string> time_cells_names(TimeColumns columns);
 std::vector<std::string> time_cells_units(TimeColumns columns);
 std::vector<std::string> time_cells_row(TimeColumns columns, std::chrono::system_clock::time_point t,
                                         unsigned gpu_index);
+std::vector<std::string> time_cells_row(TimeColumns columns, std::chrono::system_clock::time_point t,
+                                        std::string_view id);
 
 // nvidia-smi's CSV lines: header lines start with '#', rows with a space, cells joined by ", ".
 std::string csv_line(char lead, const std::vector<std::string>& cells);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include <fmt/format.h>
+
 namespace gpuscope::kubernetes {
 namespace {
 
@@ -19,16 +21,20 @@ bool is_nvidia_gpu_resource(std::string_view resource_name) {
   return resource_name == kGpuResource || resource_name.starts_with(kMigResourcePrefix);
 }
 
+std::string_view device_of(std::string_view device_id) { return device_id.substr(0, device_id.find(kShareSeparator)); }
+
+std::string old_style_mig_id(std::string_view gpu_uuid, unsigned gpu_instance_id, unsigned compute_instance_id) {
+  return fmt::format("{}{}/{}/{}", kMigUuidPrefix, gpu_uuid, gpu_instance_id, compute_instance_id);
+}
+
 std::optional<std::string> gpu_uuid_of_device(std::string_view device_id, const MigParentLookup& mig_parent) {
-  if (device_id.starts_with(kGpuUuidPrefix)) {
-    const auto share = device_id.find(kShareSeparator);
-    return std::string(device_id.substr(0, share));
-  }
-  if (device_id.starts_with(kMigUuidPrefix)) {
-    std::string_view rest = device_id.substr(kMigUuidPrefix.size());
+  const std::string_view device = device_of(device_id);
+  if (device.starts_with(kGpuUuidPrefix)) return std::string(device);
+  if (device.starts_with(kMigUuidPrefix)) {
+    std::string_view rest = device.substr(kMigUuidPrefix.size());
     // Old-style MIG UUIDs carry the parent: MIG-GPU-<uuid>/<GPU instance>/<compute instance>.
     if (rest.starts_with(kGpuUuidPrefix)) return std::string(rest.substr(0, rest.find('/')));
-    if (mig_parent) return mig_parent(device_id);
+    if (mig_parent) return mig_parent(device);
   }
   return std::nullopt;
 }
@@ -43,13 +49,18 @@ DevicePodMap DevicePodMap::build(std::span<const PodAllocation> pods, const MigP
         if (!is_nvidia_gpu_resource(devices.resource_name)) continue;
         for (const auto& id : devices.device_ids) {
           holds_gpu = true;
-          ++map.devices_;
-          map.by_uuid_[id] = ref;
+          const Holder holder{ref, map.devices_++};
+          const auto hold = [&](const std::string& key) {
+            map.by_uuid_[key] = holder;
+            auto& holders = map.holders_[key];
+            if (std::ranges::find(holders, ref) == holders.end()) holders.push_back(ref);
+          };
+          map.by_uuid_[id] = holder;
+          // The device itself (a time-sliced share names it with its replica), then the GPU it is or is on.
+          const std::string device(device_of(id));
+          hold(device);
           const auto gpu = gpu_uuid_of_device(id, mig_parent);
-          if (!gpu) continue;
-          if (*gpu != id) map.by_uuid_[*gpu] = ref;
-          auto& holders = map.holders_[*gpu];
-          if (std::ranges::find(holders, ref) == holders.end()) holders.push_back(ref);
+          if (gpu && *gpu != device) hold(*gpu);
         }
       }
     }
@@ -59,23 +70,63 @@ DevicePodMap DevicePodMap::build(std::span<const PodAllocation> pods, const MigP
 }
 
 const model::KubernetesPod* DevicePodMap::find(std::string_view uuid) const {
-  const auto it = by_uuid_.find(std::string(uuid));
-  return it == by_uuid_.end() ? nullptr : &it->second;
+  const auto it = by_uuid_.find(uuid);
+  return it == by_uuid_.end() ? nullptr : &it->second.pod;
 }
 
-std::size_t DevicePodMap::containers_on(std::string_view gpu_uuid) const {
-  const auto it = holders_.find(std::string(gpu_uuid));
-  return it == holders_.end() ? 0 : it->second.size();
+std::optional<std::size_t> DevicePodMap::position(std::string_view uuid) const {
+  const auto it = by_uuid_.find(uuid);
+  if (it == by_uuid_.end()) return std::nullopt;
+  return it->second.position;
+}
+
+std::size_t DevicePodMap::containers_on(std::string_view gpu_uuid) const { return holders(gpu_uuid).size(); }
+
+std::span<const model::KubernetesPod> DevicePodMap::holders(std::string_view uuid) const {
+  const auto it = holders_.find(uuid);
+  if (it == holders_.end()) return {};
+  return it->second;
 }
 
 void label_gpus(model::Snapshot& snapshot, std::span<const model::GpuInfo> gpus, const DevicePodMap& map) {
   for (auto& sample : snapshot.gpus) {
     sample.kubernetes_pod.reset();
     sample.kubernetes_gpu_shared = false;
+    for (auto& instance : sample.mig_instances) instance.kubernetes_pod.reset();
     const auto info = std::ranges::find(gpus, sample.index, &model::GpuInfo::index);
     if (info == gpus.end()) continue;
-    if (const auto* pod = map.find(info->uuid)) sample.kubernetes_pod = *pod;
-    sample.kubernetes_gpu_shared = map.containers_on(info->uuid) > 1;
+    // The GPU's containers: those the map ties to its UUID (whole GPU, shares, old-style MIG IDs), plus
+    // those of its MIG devices found by their own UUIDs (the map cannot tie those to the GPU without NVML).
+    const auto gpu_holders = map.holders(info->uuid);
+    if (sample.mig_instances.empty()) {
+      if (const auto* pod = map.find(info->uuid)) sample.kubernetes_pod = *pod;
+      sample.kubernetes_gpu_shared = gpu_holders.size() > 1;
+      continue;
+    }
+    std::vector<model::KubernetesPod> holders(gpu_holders.begin(), gpu_holders.end());
+    const model::KubernetesPod* last = map.find(info->uuid);
+    std::optional<std::size_t> last_position = map.position(info->uuid);
+    for (auto& instance : sample.mig_instances) {
+      // By the MIG device's own UUID, else by the ID older device plugins gave it.
+      std::string id = instance.uuid;
+      const model::KubernetesPod* pod = id.empty() ? nullptr : map.find(id);
+      if (pod == nullptr) {
+        id = old_style_mig_id(info->uuid, instance.gpu_instance_id, instance.compute_instance_id);
+        pod = map.find(id);
+      }
+      if (pod == nullptr) continue;
+      instance.kubernetes_pod = *pod;
+      for (const auto& h : map.holders(id)) {
+        if (std::ranges::find(holders, h) == holders.end()) holders.push_back(h);
+      }
+      const auto at = map.position(id);
+      if (!last_position || (at && *at > *last_position)) {
+        last = pod;
+        last_position = at;
+      }
+    }
+    if (last != nullptr) sample.kubernetes_pod = *last;
+    sample.kubernetes_gpu_shared = holders.size() > 1;
   }
 }
 

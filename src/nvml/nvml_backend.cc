@@ -14,6 +14,8 @@
 #include <fmt/format.h>
 
 #include "nvml/event_watcher.h"
+#include "nvml/gpm_metrics.h"
+#include "nvml/mig_reader.h"
 #include "nvml/nvml_library.h"
 #include "nvml/process_resolver.h"
 
@@ -23,7 +25,6 @@ namespace {
 using model::FieldId;
 using model::FieldValue;
 
-constexpr double kMiB = 1024.0 * 1024.0;
 // Below this window two GPM samples give noisy ratios; the first reading waits this long.
 constexpr auto kMinGpmWindow = std::chrono::milliseconds(100);
 // NVML's "value not available" marker for a process's memory (e.g. under MIG without privileges).
@@ -127,6 +128,7 @@ struct NvmlBackend::GpuState {
   unsigned process_util_capacity = 0;
   // The fan query answered NOT_SUPPORTED (H100 SXM: no fans): not asked again until the GPU returns.
   bool fan_unsupported = false;
+  std::unique_ptr<MigReader> mig;  // MIG mode and MIG devices (mig_reader.h)
 };
 
 nvmlDevice_t NvmlBackend::handle(std::size_t gpu) const {
@@ -239,6 +241,7 @@ NvmlBackend::~NvmlBackend() {
         if (s->gpm_prev != nullptr) library_->nvmlGpmSampleFree(s->gpm_prev);
         if (s->gpm_cur != nullptr) library_->nvmlGpmSampleFree(s->gpm_cur);
       }
+      s->mig.reset();  // frees its GPM samples while the library is up
     }
     if (library_->nvmlShutdown != nullptr) library_->nvmlShutdown();
   }
@@ -274,6 +277,7 @@ std::expected<void, BackendError> NvmlBackend::discover() {
   }
   for (unsigned i = 0; i < count; ++i) {
     auto state = std::make_unique<GpuState>();
+    state->mig = std::make_unique<MigReader>(L);
     model::GpuInfo info;
     info.index = i;
     if (nvmlReturn_t rc = L.nvmlDeviceGetHandleByIndex_v2(i, &state->device); rc != NVML_SUCCESS) {
@@ -424,6 +428,8 @@ model::Snapshot NvmlBackend::sample() {
       s.gpm_prev_valid = true;
       waited_for_gpm = true;
     }
+    // And each MIG instance's, the first time a GPU in MIG mode is read.
+    if (gpus_[i].gpm_supported && s.up && s.mig != nullptr && s.mig->prime(s.device, true)) waited_for_gpm = true;
   }
   if (waited_for_gpm) std::this_thread::sleep_for(kMinGpmWindow);
 
@@ -557,12 +563,14 @@ model::GpuSample NvmlBackend::sample_gpu(std::size_t i) {
   };
   if (!lost) timed(model::Collector::kGpm, [&] { read_gpm(g, s, info, mark); });
   if (!lost) timed(model::Collector::kProcesses, [&] { read_processes(g, s, mark); });
+  if (!lost && s.mig != nullptr) timed(model::Collector::kGpm, [&] { mark(s.mig->read(d, info.gpm_supported, g)); });
 
   if (lost) {
     s.up = false;
     s.down_code = NVML_ERROR_GPU_IS_LOST;
     s.gpm_prev_valid = false;
     s.counters_valid = false;
+    if (s.mig != nullptr) s.mig->reset();
     model::GpuSample down;
     down.index = info.index;
     down.up = false;
@@ -832,49 +840,14 @@ void NvmlBackend::read_gpm(model::GpuSample& g, GpuState& s, const model::GpuInf
   // Without GPM (pre-Hopper, old driver) the profiling fields stay unsupported: absent, never 0.
   if (!info.gpm_supported || !s.gpm_prev_valid) return;
   auto& L = *library_;
-  struct Wanted {
-    unsigned metric;
-    FieldId field;
-    double scale;  // GPM gives percent or MiB/s; DCGM gives ratios and bytes/s
-  };
-  static constexpr Wanted kWanted[] = {
-      {NVML_GPM_METRIC_GRAPHICS_UTIL, FieldId::kGrEngineActive, 0.01},
-      {NVML_GPM_METRIC_SM_UTIL, FieldId::kSmActive, 0.01},
-      {NVML_GPM_METRIC_SM_OCCUPANCY, FieldId::kSmOccupancy, 0.01},
-      {NVML_GPM_METRIC_ANY_TENSOR_UTIL, FieldId::kPipeTensorActive, 0.01},
-      {NVML_GPM_METRIC_DRAM_BW_UTIL, FieldId::kDramActive, 0.01},
-      {NVML_GPM_METRIC_FP64_UTIL, FieldId::kPipeFp64Active, 0.01},
-      {NVML_GPM_METRIC_FP32_UTIL, FieldId::kPipeFp32Active, 0.01},
-      {NVML_GPM_METRIC_FP16_UTIL, FieldId::kPipeFp16Active, 0.01},
-      {NVML_GPM_METRIC_PCIE_TX_PER_SEC, FieldId::kPcieTxBytes, kMiB},
-      {NVML_GPM_METRIC_PCIE_RX_PER_SEC, FieldId::kPcieRxBytes, kMiB},
-      {NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, FieldId::kNvlinkTxBytes, kMiB},
-      {NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, FieldId::kNvlinkRxBytes, kMiB},
-  };
   nvmlReturn_t rc = L.nvmlGpmSampleGet(s.device, s.gpm_cur);
   mark(rc);
   if (rc != NVML_SUCCESS) {
     // A failed read is an error on every profiling field, not a silent "unsupported".
-    for (const auto& w : kWanted) g[w.field] = status_of(rc);
+    for (const auto& w : kGpmWanted) g[w.field] = status_of(rc);
     return;
   }
-  // The struct is ~13 KB: keep it off the stack of whoever calls sample().
-  auto request = std::make_unique<nvmlGpmMetricsGet_t>();
-  request->version = NVML_GPM_METRICS_GET_VERSION;
-  request->numMetrics = std::size(kWanted);
-  request->sample1 = s.gpm_prev;
-  request->sample2 = s.gpm_cur;
-  for (std::size_t k = 0; k < std::size(kWanted); ++k) request->metrics[k].metricId = kWanted[k].metric;
-  rc = L.nvmlGpmMetricsGet(request.get());
-  mark(rc);
-  if (rc == NVML_SUCCESS) {
-    for (std::size_t k = 0; k < std::size(kWanted); ++k) {
-      const auto& m = request->metrics[k];
-      g[kWanted[k].field] = m.nvmlReturn == NVML_SUCCESS ? FieldValue::of(m.value * kWanted[k].scale) : status_of(m.nvmlReturn);
-    }
-  } else {
-    for (const auto& w : kWanted) g[w.field] = status_of(rc);
-  }
+  mark(read_gpm_metrics(L, s.gpm_prev, s.gpm_cur, kGpmWanted, g.fields));
   // This sample is the start of the next window.
   std::swap(s.gpm_prev, s.gpm_cur);
 }

@@ -151,6 +151,21 @@ constexpr auto kH100Unmeasured = std::to_array<FunctionRow>({
     {"nvmlDeviceGetMemClkVfOffset", 0.4, 0},
     {"nvmlDeviceGetNvLinkState", 0.4, 0},
     {"nvmlGpmQueryIfStreamingEnabled", 0.4, 0},
+    // MIG: the driver's cached partition state, a static fact like GetName; a MIG device's memory and
+    // processes as the GPU's (GetMemoryInfo, GetComputeRunningProcesses_v3 share their rows by name).
+    {"nvmlDeviceGetMigMode", 0.4, 0},
+    {"nvmlDeviceGetMaxMigDeviceCount", 0.4, 0},
+    {"nvmlDeviceGetMigDeviceHandleByIndex", 0.4, 0},
+    {"nvmlDeviceGetGpuInstanceId", 0.4, 0},
+    {"nvmlDeviceGetComputeInstanceId", 0.4, 0},
+    {"nvmlDeviceIsMigDeviceHandle", 0.4, 0},
+    {"nvmlDeviceGetDeviceHandleFromMigDeviceHandle", 0.4, 0},
+    {"nvmlDeviceGetGpuInstanceById", 0.4, 0},
+    {"nvmlGpuInstanceGetInfo", 0.4, 0},
+    {"nvmlDeviceGetGpuInstances", 0.4, 0},
+    {"nvmlDeviceGetGpuInstanceProfileInfoV", 1.0, 0},
+    {"nvmlDeviceGetGpuInstanceProfileInfoByIdV", 1.0, 0},
+    {"nvmlDeviceGetAttributes_v2", 1.0, 0},
 });
 
 // nvmlDeviceGetFieldValues: the call itself, then each field. nvml_call_costs.txt times batches of

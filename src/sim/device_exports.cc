@@ -40,12 +40,29 @@ struct MemoryUse {
   unsigned long long total, reserved, used, free;
 };
 
+// A MIG device's memory: its profile's, nothing reserved apart (the GPU keeps the reservation), used =
+// its processes + its driver state.
+MemoryUse mig_memory_use(Simulator& sim, const MigDevice& m, double t) {
+  MemoryUse u{};
+  u.total = mib_bytes(m.spec.profile->memory_mib);
+  u.reserved = 0;
+  double used = kMigInstanceOverheadBytes;
+  for (const GpuProcess& p : sim.processes(m.gpu, t)) {
+    if (p.gpu_instance == m.spec.id) used += p.used_bytes;
+  }
+  u.used = std::min(static_cast<unsigned long long>(used), u.total);
+  u.free = u.total - u.used;
+  return u;
+}
+
 // nvmlMemory_v2_t semantics: total = reserved + used + free, used = processes + driver overhead.
 MemoryUse memory_use(Simulator& sim, const SimDevice& d, double t) {
   MemoryUse m{};
   m.total = mib_bytes(d.model.memory_mib);
   m.reserved = mib_bytes(d.model.reserved_mib);
-  double used = kDriverOverheadBytes;
+  // In MIG mode each instance's own driver state adds to the GPU's, so the instances' used memory
+  // sums to the GPU's less its own overhead.
+  double used = kDriverOverheadBytes + kMigInstanceOverheadBytes * static_cast<double>(sim.mig_devices(d.index, t).size());
   for (const GpuProcess& p : sim.processes(d.index, t)) used += p.used_bytes;
   m.used = std::min(static_cast<unsigned long long>(used), m.total - m.reserved);
   m.free = m.total - m.reserved - m.used;
@@ -104,12 +121,16 @@ nvmlReturn_t codec_utilization(std::string_view function, nvmlDevice_t device, u
 
 }  // namespace
 
+// Name and UUID answer for MIG devices too: "NVIDIA H100 80GB HBM3 MIG 3g.40gb", "MIG-...".
 GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length) {
-  return string_value("nvmlDeviceGetName", device, name, length, [](const SimDevice& d) { return d.model.name; });
+  return any_device_call("nvmlDeviceGetName", device, [&](Simulator&, SimDevice& d, MigDevice* mig, double) {
+    return copy_string(mig != nullptr ? std::string_view(mig->name) : d.model.name, name, length);
+  });
 }
 GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length) {
-  return string_value("nvmlDeviceGetUUID", device, uuid, length,
-                      [](const SimDevice& d) -> std::string_view { return d.identity.uuid; });
+  return any_device_call("nvmlDeviceGetUUID", device, [&](Simulator&, SimDevice& d, MigDevice* mig, double) {
+    return copy_string(mig != nullptr ? std::string_view(mig->uuid) : std::string_view(d.identity.uuid), uuid, length);
+  });
 }
 GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t device, char* serial, unsigned int length) {
   return string_value("nvmlDeviceGetSerial", device, serial, length,
@@ -145,9 +166,9 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t device, nvmlP
 
 // v1 predates the reserved field: like the driver, it counts reserved memory as used.
 GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
-  return device_call("nvmlDeviceGetMemoryInfo", device, [&](Simulator& sim, SimDevice& d, double t) {
+  return any_device_call("nvmlDeviceGetMemoryInfo", device, [&](Simulator& sim, SimDevice& d, MigDevice* mig, double t) {
     if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    const MemoryUse m = memory_use(sim, d, t);
+    const MemoryUse m = mig != nullptr ? mig_memory_use(sim, *mig, t) : memory_use(sim, d, t);
     memory->total = m.total;
     memory->used = m.used + m.reserved;
     memory->free = m.free;
@@ -157,10 +178,10 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nv
 
 #if !GPUSCOPE_SIM_LEGACY
 GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory) {
-  return device_call("nvmlDeviceGetMemoryInfo_v2", device, [&](Simulator& sim, SimDevice& d, double t) {
+  return any_device_call("nvmlDeviceGetMemoryInfo_v2", device, [&](Simulator& sim, SimDevice& d, MigDevice* mig, double t) {
     if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (memory->version != nvmlMemory_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-    const MemoryUse m = memory_use(sim, d, t);
+    const MemoryUse m = mig != nullptr ? mig_memory_use(sim, *mig, t) : memory_use(sim, d, t);
     memory->total = m.total;
     memory->reserved = m.reserved;
     memory->used = m.used;
@@ -185,6 +206,8 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetBAR1MemoryInfo(nvmlDevice_t device
 GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* utilization) {
   return device_call("nvmlDeviceGetUtilizationRates", device, [&](Simulator&, SimDevice& d, double t) {
     if (utilization == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    // NVML: "On MIG-enabled GPUs, querying device utilization rates is not currently supported."
+    if (d.spec.mig_enabled_at(t)) return NVML_ERROR_NOT_SUPPORTED;
     const Reading& r = d.physics.at(t);
     utilization->gpu = percent(r.activity.util_gpu);
     utilization->memory = percent(r.activity.util_mem);
@@ -455,48 +478,7 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t de
   return codec_utilization("nvmlDeviceGetDecoderUtilization", device, utilization, samplingPeriodUs);
 }
 
-GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* currentMode,
-                                                      unsigned int* pendingMode) {
-  return device_call("nvmlDeviceGetMigMode", device, [&](Simulator&, SimDevice& d, double) {
-    if (currentMode == nullptr || pendingMode == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    if (d.model.max_mig_devices == 0) return NVML_ERROR_NOT_SUPPORTED;
-    *currentMode = d.spec.mig_enabled ? 1 : 0;
-    *pendingMode = *currentMode;
-    return NVML_SUCCESS;
-  });
-}
-
-GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int* count) {
-  return device_call("nvmlDeviceGetMaxMigDeviceCount", device, [&](Simulator&, SimDevice& d, double) {
-    if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    if (d.model.max_mig_devices == 0) return NVML_ERROR_NOT_SUPPORTED;
-    *count = d.model.max_mig_devices;
-    return NVML_SUCCESS;
-  });
-}
-
-// No scenario creates GPU instances yet, so there is never a MIG device to hand out.
-GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index,
-                                                                     nvmlDevice_t* migDevice) {
-  return device_call("nvmlDeviceGetMigDeviceHandleByIndex", device, [&](Simulator&, SimDevice& d, double) {
-    if (migDevice == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    if (d.model.max_mig_devices == 0) return NVML_ERROR_NOT_SUPPORTED;
-    if (index >= d.model.max_mig_devices) return NVML_ERROR_INVALID_ARGUMENT;
-    return NVML_ERROR_NOT_FOUND;
-  });
-}
-
-// Instance ids exist only on MIG device handles; every handle here is a full GPU.
-GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int* id) {
-  return device_call("nvmlDeviceGetGpuInstanceId", device, [&](Simulator&, SimDevice&, double) {
-    return id == nullptr ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_NOT_SUPPORTED;
-  });
-}
-GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int* id) {
-  return device_call("nvmlDeviceGetComputeInstanceId", device, [&](Simulator&, SimDevice&, double) {
-    return id == nullptr ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_NOT_SUPPORTED;
-  });
-}
+// MIG: mig_exports.cc.
 
 namespace {
 template <class Value>

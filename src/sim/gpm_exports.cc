@@ -55,8 +55,9 @@ double reported(Metric m, double value) { return is_rate_metric(m) ? value : std
 
 }  // namespace
 
+// A MIG device answers as its GPU (GPM reads each instance on Hopper).
 GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSupport_t* gpmSupport) {
-  return device_call("nvmlGpmQueryDeviceSupport", device, [&](Simulator&, SimDevice& d, double) {
+  return any_device_call("nvmlGpmQueryDeviceSupport", device, [&](Simulator&, SimDevice& d, MigDevice*, double) {
     if (gpmSupport == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (gpmSupport->version != NVML_GPM_SUPPORT_VERSION) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
     gpmSupport->isSupportedDevice = d.model.gpm ? 1 : 0;
@@ -78,14 +79,34 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t gpmSample) {
   });
 }
 
+namespace {
+
+void take_mig_sample(GpmSample& sample, MigDevice& mig, double t) {
+  const MigMeter::Value v = mig.meter.at(t);
+  sample.taken = true;
+  sample.gpu = mig.gpu;
+  sample.mig = &mig;
+  sample.t = t;
+  sample.integral = v.integral;
+  sample.instant = v.activity.metric;
+}
+
+}  // namespace
+
+// On a GPU: the whole GPU (in MIG mode its instances' SM-weighted sum); on a MIG device: its instance.
 GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t gpmSample) {
-  return device_call("nvmlGpmSampleGet", device, [&](Simulator& sim, SimDevice& d, double t) {
+  return any_device_call("nvmlGpmSampleGet", device, [&](Simulator& sim, SimDevice& d, MigDevice* mig, double t) {
     GpmSample* sample = sim.find(gpmSample);
     if (sample == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (!d.model.gpm) return NVML_ERROR_NOT_SUPPORTED;
+    if (mig != nullptr) {
+      take_mig_sample(*sample, *mig, t);
+      return NVML_SUCCESS;
+    }
     const Reading& r = d.physics.at(t);
     sample->taken = true;
     sample->gpu = d.index;
+    sample->mig = nullptr;
     sample->t = r.t;
     sample->integral = r.metric_integral;
     sample->instant = r.activity.metric;
@@ -93,12 +114,17 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSa
   });
 }
 
-// No scenario creates GPU instances, so every instance id is unknown.
-GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int, nvmlGpmSample_t gpmSample) {
-  return device_call("nvmlGpmMigSampleGet", device, [&](Simulator& sim, SimDevice& d, double) {
-    if (sim.find(gpmSample) == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+// The GPU instance `gpuInstanceId` of a GPU in MIG mode; an id it does not have is INVALID_ARGUMENT.
+GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuInstanceId,
+                                                     nvmlGpmSample_t gpmSample) {
+  return device_call("nvmlGpmMigSampleGet", device, [&](Simulator& sim, SimDevice& d, double t) {
+    GpmSample* sample = sim.find(gpmSample);
+    if (sample == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (!d.model.gpm) return NVML_ERROR_NOT_SUPPORTED;
-    return NVML_ERROR_INVALID_ARGUMENT;
+    MigDevice* mig = sim.mig_device(d.index, gpuInstanceId, t);
+    if (mig == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    take_mig_sample(*sample, *mig, t);
+    return NVML_SUCCESS;
   });
 }
 
@@ -109,7 +135,7 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* metricsG
     if (metricsGet->numMetrics > NVML_GPM_METRIC_MAX) return NVML_ERROR_INVALID_ARGUMENT;
     const GpmSample* s1 = sim.find(metricsGet->sample1);
     const GpmSample* s2 = sim.find(metricsGet->sample2);
-    if (s1 == nullptr || s2 == nullptr || !s1->taken || !s2->taken || s1->gpu != s2->gpu) {
+    if (s1 == nullptr || s2 == nullptr || !s1->taken || !s2->taken || s1->gpu != s2->gpu || s1->mig != s2->mig) {
       return NVML_ERROR_INVALID_ARGUMENT;
     }
     const double dt = s2->t - s1->t;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "nvml/nvml_abi.h"
+#include "sim/mig.h"
 
 namespace gpuscope::sim {
 namespace {
@@ -73,6 +74,8 @@ GpuPhysics::GpuPhysics(const GpuSpec& spec, std::vector<PowerCapWindow> caps, st
       caps_(std::move(caps)),
       contexts_(std::move(contexts)),
       noise_(seed, gpu),
+      seed_(seed),
+      gpu_(gpu),
       link_mibps_(pcie_link_mibps(spec.pcie_gen, spec.pcie_width)),
       intercept_c_(0),
       slope_c_per_w_((model_.tdp_temp_c - model_.idle_temp_c) / (model_.tdp_w - model_.idle_w)) {
@@ -102,7 +105,9 @@ GpuPhysics::Cell GpuPhysics::eval(std::uint64_t k, const State& start) const {
   const auto phase = std::prev(std::upper_bound(spec_.phases.begin(), spec_.phases.end(), t,
                                                 [](double v, const Phase& p) { return v < p.at_s; }));
   Cell c{};
-  c.activity = workload_activity(phase->spec, t - phase->at_s, k, model_, link_mibps_, noise_);
+  // In MIG mode the instances run the work (the GPU's own workload waits until MIG is off again).
+  c.activity = spec_.mig_enabled_at(t) ? mig_gpu_activity(spec_, model_, link_mibps_, seed_, gpu_, k)
+                                       : workload_activity(phase->spec, t - phase->at_s, k, model_, link_mibps_, noise_);
   c.limit_w = enforced_limit_w(t);
   const double power_noise = 1.0 + 0.02 * noise_.symmetric(Signal::kPower, k);
   std::uint64_t reasons = 0;

@@ -85,6 +85,8 @@ class GpuPhysics {
   std::vector<PowerCapWindow> caps_;
   std::vector<ContextWindow> contexts_;
   Noise noise_;
+  std::uint64_t seed_;
+  unsigned gpu_;
   double link_mibps_;          // the PCIe link's bandwidth as the scenario trained it
   double intercept_c_;         // steady die temperature is intercept + slope * power at nominal cooling
   double slope_c_per_w_;

@@ -78,9 +78,12 @@ nvmlReturn_t node_call(std::string_view function, Body&& body) noexcept {
   }
 }
 
-// A call about one device. body(Simulator&, SimDevice&, double t) -> nvmlReturn_t.
+// A call about a full GPU or a MIG device. body(Simulator&, SimDevice& gpu, MigDevice* mig, double t) ->
+// nvmlReturn_t, where `gpu` is the MIG device's parent and `mig` null for a full GPU's handle. A handle
+// of a MIG device that no longer exists is INVALID_ARGUMENT, as with the driver; faults and costs are
+// the parent GPU's.
 template <class Body>
-nvmlReturn_t device_call(std::string_view function, nvmlDevice_t handle, Body&& body) noexcept {
+nvmlReturn_t any_device_call(std::string_view function, nvmlDevice_t handle, Body&& body) noexcept {
   try {
     CallCharge charge;  // spent after `lock` below is released
     LibraryState& lib = library();
@@ -88,10 +91,46 @@ nvmlReturn_t device_call(std::string_view function, nvmlDevice_t handle, Body&& 
     Simulator* sim = lib.sim.get();
     if (sim == nullptr) return NVML_ERROR_UNINITIALIZED;
     SimDevice* device = sim->find(handle);
-    if (device == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    MigDevice* mig = nullptr;
+    if (device == nullptr) {
+      mig = sim->find_mig(handle);
+      if (mig == nullptr || !mig->spec.alive(sim->now())) return NVML_ERROR_INVALID_ARGUMENT;
+      device = &sim->device(mig->gpu);
+    }
     double t = sim->now();
     if (const nvmlReturn_t r = apply_faults(lock, function, device->index, sim, t); r != NVML_SUCCESS) return r;
-    return body(*sim, *device, t);
+    if (mig != nullptr && !mig->spec.alive(t)) return NVML_ERROR_INVALID_ARGUMENT;  // ended during a slow call
+    return body(*sim, *device, mig, t);
+  } catch (...) {
+    return NVML_ERROR_UNKNOWN;
+  }
+}
+
+// A call about one full GPU. body(Simulator&, SimDevice&, double t) -> nvmlReturn_t. A MIG device's
+// handle answers NOT_SUPPORTED (the driver's answer to a query that has no per-instance meaning).
+template <class Body>
+nvmlReturn_t device_call(std::string_view function, nvmlDevice_t handle, Body&& body) noexcept {
+  return any_device_call(function, handle, [&](Simulator& sim, SimDevice& d, MigDevice* mig, double t) -> nvmlReturn_t {
+    if (mig != nullptr) return NVML_ERROR_NOT_SUPPORTED;
+    return body(sim, d, t);
+  });
+}
+
+// A call about a GPU instance (nvmlGpuInstance_t). body(Simulator&, MigDevice&, double t) -> nvmlReturn_t.
+template <class Body>
+nvmlReturn_t gpu_instance_call(std::string_view function, nvmlGpuInstance_t handle, Body&& body) noexcept {
+  try {
+    CallCharge charge;
+    LibraryState& lib = library();
+    std::unique_lock lock(lib.mutex);
+    Simulator* sim = lib.sim.get();
+    if (sim == nullptr) return NVML_ERROR_UNINITIALIZED;
+    MigDevice* mig = sim->find_gpu_instance(handle);
+    if (mig == nullptr || !mig->spec.alive(sim->now())) return NVML_ERROR_INVALID_ARGUMENT;
+    double t = sim->now();
+    if (const nvmlReturn_t r = apply_faults(lock, function, mig->gpu, sim, t); r != NVML_SUCCESS) return r;
+    if (!mig->spec.alive(t)) return NVML_ERROR_INVALID_ARGUMENT;
+    return body(*sim, *mig, t);
   } catch (...) {
     return NVML_ERROR_UNKNOWN;
   }

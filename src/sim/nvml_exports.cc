@@ -187,6 +187,21 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, 
 }
 
 GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* device) {
+  // A MIG device's UUID finds that MIG device while it exists (as drivers from R470 on do).
+  if (uuid != nullptr && std::string_view(uuid).starts_with("MIG-")) {
+    return node_call("nvmlDeviceGetHandleByUUID", [&](Simulator& sim, double t) {
+      if (device == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+      for (unsigned i = 0; i < sim.device_count(); ++i) {
+        for (MigDevice* mig : sim.mig_devices(i, t)) {
+          if (mig->uuid == uuid) {
+            *device = Simulator::handle(*mig);
+            return NVML_SUCCESS;
+          }
+        }
+      }
+      return NVML_ERROR_NOT_FOUND;
+    });
+  }
   return handle_call("nvmlDeviceGetHandleByUUID", device, [&](Simulator& sim) -> std::expected<unsigned, nvmlReturn_t> {
     if (uuid == nullptr) return std::unexpected(NVML_ERROR_INVALID_ARGUMENT);
     for (unsigned i = 0; i < sim.device_count(); ++i) {

@@ -17,8 +17,9 @@ enum class ListKind { kCompute, kGraphics, kMps };
 void fill(nvmlProcessInfo_t& info, const GpuProcess& p) {
   info.pid = p.pid;
   info.usedGpuMemory = static_cast<unsigned long long>(p.used_bytes);
-  info.gpuInstanceId = kNoInstance;  // outside MIG
-  info.computeInstanceId = kNoInstance;
+  // MIG: the instance it runs in, in its one compute instance (0); kNoInstance outside MIG.
+  info.gpuInstanceId = p.gpu_instance.value_or(kNoInstance);
+  info.computeInstanceId = p.gpu_instance ? 0 : kNoInstance;
 }
 
 void fill(nvmlProcessInfo_v1_t& info, const GpuProcess& p) {
@@ -31,7 +32,8 @@ void fill(nvmlProcessInfo_v1_t& info, const GpuProcess& p) {
 template <class Info>
 nvmlReturn_t running_processes(std::string_view function, ListKind kind, bool v3, nvmlDevice_t device,
                                unsigned int* infoCount, Info* infos) {
-  return device_call(function, device, [&](Simulator& sim, SimDevice& d, double t) {
+  // On a MIG device: the processes in its instance; on the GPU: all, each with its instance ids.
+  return any_device_call(function, device, [&](Simulator& sim, SimDevice& d, MigDevice* mig, double t) {
     if (v3 && sim.scenario().node.driver_profile == DriverProfile::kR535) {
       // Driver 535.98 shipped these symbols but answered as if they were missing.
       return NVML_ERROR_FUNCTION_NOT_FOUND;
@@ -41,7 +43,7 @@ nvmlReturn_t running_processes(std::string_view function, ListKind kind, bool v3
     if (kind != ListKind::kMps) {  // no scenario runs an MPS server
       const ProcessType want = kind == ListKind::kCompute ? ProcessType::kCompute : ProcessType::kGraphics;
       for (const GpuProcess& p : sim.processes(d.index, t)) {
-        if (p.type == want) list.push_back(p);
+        if (p.type == want && (mig == nullptr || p.gpu_instance == mig->spec.id)) list.push_back(p);
       }
     }
     const auto n = static_cast<unsigned>(list.size());

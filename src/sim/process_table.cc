@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/mig.h"
+
 namespace gpuscope::sim {
 
 ProcessTable::ProcessTable(const Scenario& scenario) : scenario_(scenario) {}
@@ -13,7 +15,9 @@ std::vector<GpuProcess> ProcessTable::on_gpu(unsigned gpu, double t, unsigned ex
   std::vector<double> leaked;
   for (const ProcessSpec& p : scenario_.processes) {
     if (!alive(p, t) || std::find(p.gpus.begin(), p.gpus.end(), gpu) == p.gpus.end()) continue;
-    out.push_back(GpuProcess{p.pid, p.name, p.type, 0});
+    // A process in a MIG instance lives only while its instance does.
+    if (p.gpu_instance && mig_instance_at(scenario_.gpus.at(gpu), *p.gpu_instance, t) == nullptr) continue;
+    out.push_back(GpuProcess{p.pid, p.name, p.type, 0, p.gpu_instance});
     base.push_back(p.memory_bytes);
     leaked.push_back(p.leak_bytes_per_s * (t - p.start_s));
   }

@@ -18,6 +18,7 @@ struct GpuProcess {
   std::string_view name;
   ProcessType type;
   double used_bytes;
+  std::optional<unsigned> gpu_instance = std::nullopt;  // MIG: the GPU instance it runs in (compute instance 0)
 };
 
 class ProcessTable {

@@ -12,6 +12,7 @@
 
 #include "sim/call_costs.h"
 #include "sim/gpu_catalog.h"
+#include "sim/mig_profiles.h"
 
 namespace gpuscope::sim {
 
@@ -60,14 +61,43 @@ struct Phase {
   WorkloadSpec spec;
 };
 
+// One GPU instance of a MIG layout, with the one compute instance (id 0) that covers it, over its
+// life: from the layout that creates it until one that destroys it (or turns MIG off).
+struct MigInstanceSpec {
+  const MigProfile* profile = nullptr;
+  unsigned id = 0;     // GPU instance id
+  unsigned start = 0;  // placement: its first memory slice
+  double from_s = 0;
+  double until_s = kForever;
+  std::vector<Phase> phases;  // what runs inside it, scenario time; phases[0].at_s == from_s
+
+  bool alive(double t) const { return t >= from_s && t < until_s; }
+};
+
+// MIG mode from `at_s` on, until the next change.
+struct MigModeChange {
+  double at_s = 0;
+  bool enabled = false;
+};
+
 struct GpuSpec {
   const GpuModel* model = nullptr;
   double power_limit_w = 0;  // configured limit (nvmlDeviceGetPowerManagementLimit)
   unsigned pcie_gen = 0;     // current link generation while busy
   unsigned pcie_width = 0;
-  bool mig_enabled = false;
+  std::vector<MigModeChange> mig_modes;         // sorted by at_s; empty: MIG off throughout
+  std::vector<MigInstanceSpec> mig_instances;  // every GPU instance the scenario creates, by creation time
   bool nvlink = true;  // false: the model's NVLink is absent (an SXM board passed through to a VM alone)
-  std::vector<Phase> phases;  // sorted by at_s; phases[0].at_s == 0
+  std::vector<Phase> phases;  // sorted by at_s; phases[0].at_s == 0 (while MIG is off)
+
+  bool mig_enabled_at(double t) const {
+    bool on = false;
+    for (const MigModeChange& m : mig_modes) {
+      if (m.at_s > t) break;
+      on = m.enabled;
+    }
+    return on;
+  }
 };
 
 enum class ProcessType { kCompute, kGraphics };
@@ -77,6 +107,7 @@ struct ProcessSpec {
   std::string name;
   std::string user;  // its owner as /proc would say (the simulated pids have no /proc entry); empty: none
   std::vector<unsigned> gpus;
+  std::optional<unsigned> gpu_instance;  // MIG: the GPU instance (id) of its one GPU it runs in
   double memory_bytes = 0;  // on each of its GPUs
   ProcessType type = ProcessType::kCompute;
   double start_s = 0;

@@ -12,6 +12,7 @@
 #include "model/file_text.h"
 #include "model/yaml_error_text.h"
 #include "sim/faults.h"
+#include "sim/mig_layout.h"
 #include "sim/return_codes.h"
 #include "sim/sim_clock.h"
 #include "sim/units.h"
@@ -274,6 +275,48 @@ class Parser {
     return w;
   }
 
+  // A MIG layout from `at` on: `true`/`false` (MIG mode, no instances), or the GPU instances. An
+  // instance of a layout before with the same profile (and id, when given) lives on: same handle,
+  // UUID and counters; its workload changes only when the entry names one.
+  void mig_layout(GpuSpec& g, const YAML::Node& v, double at) {
+    const std::string model_name(g.model->name);
+    bool enabled = false;
+    std::vector<YAML::Node> entries;
+    if (v.IsScalar()) {
+      enabled = boolean(v, "mig");
+    } else if (v.IsSequence()) {
+      enabled = true;
+      for (const auto& e : v) entries.push_back(e);
+    } else {
+      fail(v, "mig must be true, false or a list of GPU instances ({profile: 3g.40gb, workload: training})");
+    }
+    if (enabled && g.model->max_mig_devices == 0) fail(v, "a " + model_name + " has no MIG");
+    if (!entries.empty() && mig_profiles(*g.model).empty()) {
+      fail(v, "the simulator has no MIG profiles for a " + model_name +
+                  " (it has them for NVIDIA H100 80GB HBM3, NVIDIA H200, NVIDIA A100-SXM4-80GB, NVIDIA A100-PCIE-40GB)");
+    }
+    if (entries.size() > g.model->max_mig_devices) {
+      fail(v, "a " + model_name + " has at most " + std::to_string(g.model->max_mig_devices) + " GPU instances");
+    }
+    std::vector<MigLayoutEntry> layout;
+    for (const YAML::Node& e : entries) {
+      const Map m(e, "a MIG instance", {"profile", "id", "workload"});
+      const YAML::Node pn = m.require("profile", "a MIG instance");
+      const std::string name = scalar(pn, "profile");
+      MigLayoutEntry entry;
+      entry.profile = find_mig_profile(*g.model, name);
+      if (entry.profile == nullptr) {
+        fail(pn, "unknown MIG profile '" + name + "' for a " + model_name + " (known: " + mig_profile_names(*g.model) + ")");
+      }
+      if (auto idv = m.get("id")) entry.id = static_cast<unsigned>(uinteger(*idv, "id", 0, 14));
+      if (auto w = m.get("workload")) entry.workload = workload_value(*w);
+      layout.push_back(entry);
+    }
+    if (auto applied = apply_mig_layout(g, enabled, layout, at); !applied) {
+      fail(entries[applied.error().request], applied.error().message);
+    }
+  }
+
   void parse_gpus(const YAML::Node& n) {
     const Map m(n, "gpus", {"count", "model", "power_limit", "overrides"});
     const auto count = static_cast<unsigned>(uinteger(m.require("count", "gpus"), "count", 1, kMaxGpus));
@@ -289,7 +332,8 @@ class Parser {
     if (auto v = m.get("overrides")) {
       if (!v->IsSequence()) fail(*v, "overrides must be a list");
       for (const auto& item : *v) {
-        const Map o(item, "a gpu override", {"gpu", "model", "power_limit", "pcie_gen", "pcie_width", "mig", "nvlink"});
+        const Map o(item, "a gpu override",
+                    {"gpu", "model", "power_limit", "pcie_gen", "pcie_width", "mig", "mig_timeline", "nvlink"});
         const unsigned idx = gpu_index(o.require("gpu", "a gpu override"));
         GpuSpec& g = s_.gpus[idx];
         if (auto mv = o.get("model")) {
@@ -304,10 +348,15 @@ class Parser {
           if ((g.pcie_width & (g.pcie_width - 1)) != 0) fail(*pv, "pcie_width must be 1, 2, 4, 8 or 16");
         }
         if (auto pv = o.get("nvlink")) g.nvlink = boolean(*pv, "nvlink");
-        if (auto pv = o.get("mig")) {
-          g.mig_enabled = boolean(*pv, "mig");
-          if (g.mig_enabled && g.model->max_mig_devices == 0) {
-            fail(*pv, "a " + std::string(g.model->name) + " has no MIG");
+        if (auto pv = o.get("mig")) mig_layout(g, *pv, 0);
+        if (auto pv = o.get("mig_timeline")) {
+          if (!pv->IsSequence()) fail(*pv, "mig_timeline must be a list of {at: ..., mig: ...}");
+          for (const auto& step : *pv) {
+            const Map sm(step, "a mig_timeline entry", {"at", "mig"});
+            const YAML::Node at_node = sm.require("at", "a mig_timeline entry");
+            const double at = duration(at_node, "at");
+            if (!g.mig_modes.empty() && at <= g.mig_modes.back().at_s) fail(at_node, "mig_timeline must go forward in time");
+            mig_layout(g, sm.require("mig", "a mig_timeline entry"), at);
           }
         }
       }
@@ -412,12 +461,37 @@ class Parser {
     }
   }
 
+  // `instance: <GPU instance id>`: the process runs in that MIG instance of its one GPU (and lives
+  // only while the instance does); its memory must fit the instance.
+  void process_instance(ProcessSpec& p, const YAML::Node& v) {
+    if (p.gpus.size() != 1) fail(v, "a process in a MIG instance runs on one gpu (give 'gpu: N')");
+    const auto id = static_cast<unsigned>(uinteger(v, "instance", 0, 14));
+    const unsigned gpu = p.gpus.front();
+    const GpuSpec& g = s_.gpus[gpu];
+    std::string ids;
+    const MigInstanceSpec* found = nullptr;
+    for (const MigInstanceSpec& inst : g.mig_instances) {
+      if (inst.id == id && (found == nullptr || inst.profile->memory_mib < found->profile->memory_mib)) found = &inst;
+      if (ids.find(" " + std::to_string(inst.id) + ",") == std::string::npos) ids += " " + std::to_string(inst.id) + ",";
+    }
+    if (found == nullptr) {
+      if (ids.empty()) fail(v, "gpu " + std::to_string(gpu) + " has no MIG instances (instance " + std::to_string(id) + ")");
+      ids.pop_back();
+      fail(v, "gpu " + std::to_string(gpu) + " has no GPU instance " + std::to_string(id) + " (its ids:" + ids + ")");
+    }
+    if (p.memory_bytes > static_cast<double>(found->profile->memory_mib) * 1048576.0) {
+      fail(v, "the process's memory does not fit GPU instance " + std::to_string(id) + " (" +
+                  std::string(found->profile->name) + ")");
+    }
+    p.gpu_instance = id;
+  }
+
   void parse_processes(const YAML::Node& n) {
     if (!n.IsSequence()) fail(n, "processes must be a list");
     std::set<unsigned> pids;
     for (const auto& item : n) {
       const Map m(item, "a process",
-                  {"pid", "name", "user", "gpu", "gpus", "per_gpu", "memory", "type", "start", "end", "leak"});
+                  {"pid", "name", "user", "gpu", "gpus", "per_gpu", "memory", "type", "start", "end", "leak", "instance"});
       const YAML::Node pid_node = m.require("pid", "a process");
       ProcessSpec p;
       p.pid = static_cast<unsigned>(uinteger(pid_node, "pid", 1, kMaxPid));
@@ -433,6 +507,7 @@ class Parser {
       }
       p.gpus = gpu_selection(m);
       p.memory_bytes = size(m.require("memory", "a process"), "memory");
+      if (auto v = m.get("instance")) process_instance(p, *v);
       if (auto v = m.get("type")) {
         const std::string t = scalar(*v, "type");
         if (t == "compute") {

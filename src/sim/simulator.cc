@@ -22,7 +22,17 @@ std::vector<PowerCapWindow> power_caps(const Scenario& s, unsigned gpu) {
 std::vector<ContextWindow> contexts(const Scenario& s, unsigned gpu) {
   std::vector<ContextWindow> out;
   for (const ProcessSpec& p : s.processes) {
-    if (std::find(p.gpus.begin(), p.gpus.end(), gpu) != p.gpus.end()) out.push_back({p.start_s, p.end_s});
+    if (std::find(p.gpus.begin(), p.gpus.end(), gpu) == p.gpus.end()) continue;
+    if (!p.gpu_instance) {
+      out.push_back({p.start_s, p.end_s});
+      continue;
+    }
+    // A process in a MIG instance holds its context while both live.
+    for (const MigInstanceSpec& inst : s.gpus.at(gpu).mig_instances) {
+      const double from = std::max(p.start_s, inst.from_s);
+      const double until = std::min(p.end_s, inst.until_s);
+      if (inst.id == *p.gpu_instance && from < until) out.push_back({from, until});
+    }
   }
   return out;
 }
@@ -93,7 +103,44 @@ Simulator::Simulator(Scenario scenario, SimClock clock)
     devices_.push_back(std::unique_ptr<SimDevice>(new SimDevice{
         i, spec, *spec.model, make_identity(scenario_.seed, i, *spec.model),
         GpuPhysics(spec, power_caps(scenario_, i), contexts(scenario_, i), scenario_.seed, i)}));
+    const double link = pcie_link_mibps(spec.pcie_gen, spec.pcie_width);
+    for (const MigInstanceSpec& inst : spec.mig_instances) {
+      mig_devices_.push_back(std::unique_ptr<MigDevice>(new MigDevice{
+          i, inst, mig_uuid(devices_.back()->identity.uuid, inst),
+          std::string(spec.model->name) + " MIG " + std::string(inst.profile->name),
+          MigMeter(inst, *spec.model, link, scenario_.seed, i)}));
+    }
   }
+}
+
+MigDevice* Simulator::find_mig(nvmlDevice_t handle) {
+  for (auto& m : mig_devices_) {
+    if (Simulator::handle(*m) == handle) return m.get();
+  }
+  return nullptr;
+}
+
+MigDevice* Simulator::find_gpu_instance(nvmlGpuInstance_t handle) {
+  for (auto& m : mig_devices_) {
+    if (gpu_instance_handle(*m) == handle) return m.get();
+  }
+  return nullptr;
+}
+
+std::vector<MigDevice*> Simulator::mig_devices(unsigned gpu, double t) {
+  std::vector<MigDevice*> out;
+  for (auto& m : mig_devices_) {
+    if (m->gpu == gpu && m->spec.alive(t)) out.push_back(m.get());
+  }
+  std::sort(out.begin(), out.end(), [](const MigDevice* a, const MigDevice* b) { return a->spec.id < b->spec.id; });
+  return out;
+}
+
+MigDevice* Simulator::mig_device(unsigned gpu, unsigned gpu_instance_id, double t) {
+  for (auto& m : mig_devices_) {
+    if (m->gpu == gpu && m->spec.id == gpu_instance_id && m->spec.alive(t)) return m.get();
+  }
+  return nullptr;
 }
 
 SimDevice* Simulator::find(nvmlDevice_t handle) {

@@ -17,6 +17,7 @@
 #include "sim/faults.h"
 #include "sim/gpu_physics.h"
 #include "sim/identity.h"
+#include "sim/mig.h"
 #include "sim/process_table.h"
 #include "sim/scenario.h"
 #include "sim/sim_clock.h"
@@ -30,6 +31,18 @@ struct SimDevice {
   const GpuModel& model;
   GpuIdentity identity;
   GpuPhysics physics;
+};
+
+// A MIG device: one GPU instance and the compute instance covering it, over the instance's life. Its
+// address is its nvmlDevice_t (never a SimDevice's, so a full-GPU lookup does not find it); a handle
+// kept past the instance's end is stale.
+struct MigDevice {
+  unsigned gpu;
+  const MigInstanceSpec& spec;
+  std::string uuid;
+  std::string name;  // "NVIDIA H100 80GB HBM3 MIG 3g.40gb"
+  MigMeter meter;
+  char gpu_instance_anchor = 0;  // its GPU instance's nvmlGpuInstance_t is this member's address
 };
 
 struct RetiredPage {
@@ -52,6 +65,7 @@ struct GpmSample {
   double t = 0;
   std::array<double, kMetricCount> integral{};
   std::array<double, kMetricCount> instant{};
+  const MigDevice* mig = nullptr;  // a MIG instance's sample; null for the whole GPU
 };
 
 class Simulator {
@@ -80,6 +94,17 @@ class Simulator {
   SimDevice& device(unsigned index) { return *devices_.at(index); }
   SimDevice* find(nvmlDevice_t handle);
   static nvmlDevice_t handle(SimDevice& d) { return reinterpret_cast<nvmlDevice_t>(&d); }
+
+  // MIG devices, live or stale (nullptr: not a MIG handle of this simulator).
+  MigDevice* find_mig(nvmlDevice_t handle);
+  MigDevice* find_gpu_instance(nvmlGpuInstance_t handle);
+  static nvmlDevice_t handle(MigDevice& m) { return reinterpret_cast<nvmlDevice_t>(&m); }
+  static nvmlGpuInstance_t gpu_instance_handle(MigDevice& m) {
+    return reinterpret_cast<nvmlGpuInstance_t>(&m.gpu_instance_anchor);
+  }
+  // The MIG devices of `gpu` alive at t, by GPU instance id (the driver's MIG device index order here).
+  std::vector<MigDevice*> mig_devices(unsigned gpu, double t);
+  MigDevice* mig_device(unsigned gpu, unsigned gpu_instance_id, double t);
 
   FaultBook& faults() { return faults_; }
   // What each call costs the caller: the profile with the scenario's call_costs entries over it.
@@ -111,6 +136,7 @@ class Simulator {
   Scenario scenario_;
   SimClock clock_;
   std::vector<std::unique_ptr<SimDevice>> devices_;
+  std::vector<std::unique_ptr<MigDevice>> mig_devices_;
   FaultBook faults_;
   CallCostTable costs_;
   ProcessTable processes_;

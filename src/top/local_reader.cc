@@ -5,6 +5,7 @@
 #include "analysis/diagnosis.h"
 #include "analysis/gpu_signals.h"
 #include "export/metric_set.h"
+#include "export/mig_instance_rows.h"
 #include "export/nvml_error_text.h"
 
 namespace gpuscope::top {
@@ -17,6 +18,25 @@ std::optional<double> field(const model::GpuSample& s, model::FieldId id, double
   const auto& f = s[id];
   if (!f.valid()) return std::nullopt;
   return f.value * scale;
+}
+
+MigInstanceFrame mig_instance_frame(const model::MigInstanceSample& m) {
+  using model::FieldId;
+  const auto value = [&](FieldId id, double scale = 1) -> std::optional<double> {
+    const auto& f = m[id];
+    if (!f.valid()) return std::nullopt;
+    return f.value * scale;
+  };
+  MigInstanceFrame out;
+  out.gpu_instance_id = m.gpu_instance_id;
+  out.profile = m.profile;
+  out.uuid = m.uuid;
+  out.memory_used_mib = value(FieldId::kFbUsed);
+  out.memory_total_mib = value(FieldId::kFbTotal);
+  out.sm_active = value(FieldId::kSmActive, 100);
+  out.tensor_active = value(FieldId::kPipeTensorActive, 100);
+  if (m.kubernetes_pod) out.pod = m.kubernetes_pod->namespace_name + "/" + m.kubernetes_pod->pod;
+  return out;
 }
 
 std::int64_t unix_ms(std::chrono::system_clock::time_point t) {
@@ -81,11 +101,32 @@ Frame LocalReader::frame_of(const model::Snapshot& snapshot, const std::vector<m
       row.command = p.identity.command_line.empty() ? p.identity.name : p.identity.command_line;
       row.memory_bytes = p.used_memory_bytes;
       row.sm_percent = p.sm_util_percent;
+      if (s.mig_enabled) row.gpu_instance_id = p.gpu_instance_id;
       g.processes.push_back(std::move(row));
     }
+    for (const auto* m : exporter::gpu_instances_of(s)) g.mig_instances.push_back(mig_instance_frame(*m));
     frame.gpus.push_back(std::move(g));
   }
   return frame;
+}
+
+void LocalReader::attach_verdicts(Frame& frame, const analysis::Diagnosis& diagnosis) {
+  for (const auto& d : diagnosis.gpus) {
+    VerdictLine v{std::string(analysis::verdict_id(d.verdict)), std::string(analysis::verdict_title(d.verdict)),
+                  d.summary, {}};
+    for (const auto& f : d.findings) v.findings.push_back(f.id);
+    const std::string_view instance = d.identity.labels.get("GPU_I_ID");
+    for (auto& g : frame.gpus) {
+      if (d.identity.gpu != std::to_string(g.index)) continue;
+      if (instance.empty()) {
+        g.verdict = v;
+        continue;
+      }
+      for (auto& m : g.mig_instances) {
+        if (std::to_string(m.gpu_instance_id) == instance) m.verdict = v;
+      }
+    }
+  }
 }
 
 std::expected<Frame, std::string> LocalReader::read() {
@@ -105,16 +146,7 @@ std::expected<Frame, std::string> LocalReader::read() {
   const std::int64_t window_ms = options_.diagnosis_window.count();
   auto histories = analysis::read_histories(source_, at_ms - window_ms, at_ms);
   if (!histories) return frame;  // the verdicts wait for the next reading; the values are good
-  const auto diagnosis = analysis::diagnose(*histories, at_ms, window_ms, options_.thresholds);
-  for (const auto& d : diagnosis.gpus) {
-    for (auto& g : frame.gpus) {
-      if (d.identity.gpu != std::to_string(g.index)) continue;
-      VerdictLine v{std::string(analysis::verdict_id(d.verdict)), std::string(analysis::verdict_title(d.verdict)),
-                    d.summary, {}};
-      for (const auto& f : d.findings) v.findings.push_back(f.id);
-      g.verdict = std::move(v);
-    }
-  }
+  attach_verdicts(frame, analysis::diagnose(*histories, at_ms, window_ms, options_.thresholds));
   return frame;
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "agent/history_recorder.h"
+#include "analysis/diagnosis.h"
 #include "analysis/reading_source.h"
 #include "analysis/thresholds.h"
 #include "log/logger.h"
@@ -40,6 +41,9 @@ class LocalReader {
   // The Frame of one snapshot, without verdicts (tests).
   static Frame frame_of(const model::Snapshot& snapshot, const std::vector<model::GpuInfo>& gpus,
                         const model::SystemInfo& system, const std::set<unsigned>& only);
+  // Puts each diagnosis' verdict on its GPU's row, or on its GPU instance's row when its series carry
+  // GPU_I_ID (a MIG instance is diagnosed on its own): a GPU row never shows one of its instances' verdicts.
+  static void attach_verdicts(Frame& frame, const analysis::Diagnosis& diagnosis);
 
  private:
   nvml::NvmlBackend& backend_;

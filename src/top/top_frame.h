@@ -40,6 +40,7 @@ struct ProcessRow {
   std::string command;       // command line, or name
   std::optional<std::uint64_t> memory_bytes;
   std::optional<double> sm_percent;
+  std::optional<unsigned> gpu_instance_id{};  // MIG: the GPU instance it runs in (shown as "0/1")
 };
 
 struct VerdictLine {
@@ -47,6 +48,19 @@ struct VerdictLine {
   std::string title;    // "starved by the input pipeline"
   std::string summary;  // one sentence with numbers
   std::vector<std::string> findings;  // finding ids: "power_capped", "utilization_lies"
+};
+
+// One GPU instance of a GPU in MIG mode (its first MIG device; memory and activity are per GPU instance).
+struct MigInstanceFrame {
+  unsigned gpu_instance_id = 0;
+  std::string profile;  // "3g.40gb"
+  std::string uuid;     // "MIG-..."
+  std::optional<double> memory_used_mib;
+  std::optional<double> memory_total_mib;
+  std::optional<double> sm_active;      // percent, as Metric::kSmActive
+  std::optional<double> tensor_active;  // percent
+  std::string pod;                      // "namespace/pod" the kubelet gave it to; empty when none
+  std::optional<VerdictLine> verdict;   // the instance's own diagnosis
 };
 
 struct GpuFrame {
@@ -59,6 +73,7 @@ struct GpuFrame {
   std::optional<std::uint64_t> throttle_reasons;  // NVML's clocks-event reason bits
   std::vector<ProcessRow> processes;
   std::optional<VerdictLine> verdict;
+  std::vector<MigInstanceFrame> mig_instances;  // in MIG mode: one per GPU instance, in MIG device order
 
   const std::optional<double>& value(Metric m) const { return values[static_cast<std::size_t>(m)]; }
   std::optional<double>& value(Metric m) { return values[static_cast<std::size_t>(m)]; }

@@ -141,6 +141,18 @@ std::vector<ProcessRow> TopModel::process_rows() const {
     if (ka != kb) return ka > kb;
     return std::tie(a.gpu, a.pid) < std::tie(b.gpu, b.pid);
   });
+  // Focused on a GPU in MIG mode: its processes grouped under their GPU instance, in the order the
+  // instance rows are drawn (processes of no known instance last), sorted by the key within a group.
+  if (only != nullptr && !only->mig_instances.empty()) {
+    const auto rank = [only](const ProcessRow& p) {
+      const auto& instances = only->mig_instances;
+      for (std::size_t i = 0; i < instances.size(); ++i) {
+        if (p.gpu_instance_id == instances[i].gpu_instance_id) return i;
+      }
+      return instances.size();
+    };
+    std::stable_sort(rows.begin(), rows.end(), [&](const ProcessRow& a, const ProcessRow& b) { return rank(a) < rank(b); });
+  }
   return rows;
 }
 

@@ -79,7 +79,8 @@ class TopModel {
 
   // The process table: every GPU's processes (the focused GPU's only, when focused), those of the user
   // filter only when one is set, sorted by the sort key, largest first (pid: smallest first); ties by
-  // GPU then pid, so the order never flickers between draws.
+  // GPU then pid, so the order never flickers between draws. Focused on a GPU in MIG mode, grouped by
+  // GPU instance first (in the order its instance rows are drawn).
   std::vector<ProcessRow> process_rows() const;
 
  private:

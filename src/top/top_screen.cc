@@ -263,6 +263,36 @@ void draw_line(const GpuDraw& d) {
   if (g.verdict) out.put(x + 1, d.y, g.verdict->id, verdict_style(*g.verdict));
 }
 
+// "{used}/{total}G" of a MIG instance, as memory_text does for a GPU.
+std::string instance_memory_text(const MigInstanceFrame& m) {
+  if (!m.memory_used_mib) return "N/A";
+  if (!m.memory_total_mib) return fmt::format("{:.1f}G", *m.memory_used_mib / kMiBPerGiB);
+  return fmt::format("{:.1f}/{:.1f}G", *m.memory_used_mib / kMiBPerGiB, *m.memory_total_mib / kMiBPerGiB);
+}
+
+// One row per GPU instance under its GPU: "  ├ 0/1   3g.40gb    SM 62% TC 45% mem  10.0/40.0G  2 procs  compute_bound
+// ml/trainer-0" (the instance's own verdict, then its pod).
+// A MIG GPU's own utilization is not reported by the driver; what its instances do is shown here.
+void draw_instance(ScreenBuffer& out, int y, const GpuFrame& g, std::size_t i) {
+  const auto& m = g.mig_instances[i];
+  const bool last = i + 1 == g.mig_instances.size();
+  int x = out.put(2, y, last ? "└ " : "├ ", Style::kDim);
+  x = out.put(x, y, fmt::format("{:<5}", fmt::format("{}/{}", g.index, m.gpu_instance_id)), Style::kBold);
+  x = out.put(x + 1, y, fmt::format("{:<10}", m.profile.empty() ? "?" : m.profile), Style::kNormal);
+  if (!g.up) return;
+  x = out.put(x + 1, y, "SM" + percent_text(m.sm_active), Style::kSm);
+  x = out.put(x + 1, y, "TC" + percent_text(m.tensor_active), Style::kTensor);
+  x = out.put(x + 1, y, fmt::format("mem {:>11}", instance_memory_text(m)), Style::kMemory);
+  const auto procs = std::count_if(g.processes.begin(), g.processes.end(),
+                                   [&](const ProcessRow& p) { return p.gpu_instance_id == m.gpu_instance_id; });
+  x = out.put(x + 2, y, fmt::format("{} proc{}", procs, procs == 1 ? "" : "s"), procs == 0 ? Style::kDim : Style::kNormal);
+  if (m.verdict) x = out.put(x + 2, y, m.verdict->id, verdict_style(*m.verdict));
+  if (!m.pod.empty()) out.put(x + 2, y, m.pod, Style::kNormal);
+}
+
+// Rows GPU `g` takes with `per_gpu` rows of its own: one more per GPU instance.
+int gpu_rows(const GpuFrame& g, int per_gpu) { return per_gpu + static_cast<int>(g.mig_instances.size()); }
+
 // The focused GPU: one metric per row, sparklines as wide as the terminal allows.
 int draw_focus(const TopModel& model, ScreenBuffer& out, const GpuFrame& g, int y, int rows) {
   const GpuDraw d{model, out, g, true, y};
@@ -301,6 +331,7 @@ int draw_focus(const TopModel& model, ScreenBuffer& out, const GpuFrame& g, int 
     out.put(x + 3, row++, t.empty() ? "no throttle" : "throttle: " + t, t.empty() ? Style::kDim : Style::kWarn);
   }
   if (row < y + rows) draw_verdict(out, 2, row++, g);
+  for (std::size_t i = 0; i < g.mig_instances.size() && row < y + rows; ++i) draw_instance(out, row++, g, i);
   return row - y;
 }
 
@@ -314,7 +345,7 @@ void draw_processes(const TopModel& model, ScreenBuffer& out, int y, int rows, c
   if (rows <= 0) return;
   const auto procs = model.process_rows();
   const auto mark = [&](SortKey k) { return model.sort() == k ? "▼" : " "; };
-  const std::string header = fmt::format("{:>7}{} {:<10} {:>3} {:>9}{} {:>4}{}  COMMAND", "PID", mark(SortKey::kPid), "USER",
+  const std::string header = fmt::format("{:>7}{} {:<10} {:>4} {:>9}{} {:>4}{}  COMMAND", "PID", mark(SortKey::kPid), "USER",
                                          "GPU", "GPU MEM", mark(SortKey::kMemory), "SM%", mark(SortKey::kSmPercent));
   out.put(0, y, std::u32string(static_cast<std::size_t>(out.width()), U' '), Style::kHeader);
   out.put(0, y, header, Style::kHeader);
@@ -343,8 +374,10 @@ void draw_processes(const TopModel& model, ScreenBuffer& out, int y, int rows, c
     }
     const bool of_selected = model.selected_gpu() != nullptr && model.selected_gpu()->index == p.gpu;
     const std::string sm = p.sm_percent ? fmt::format("{:.0f}", *p.sm_percent) : std::string("N/A");
-    const int x = out.put(0, row, fmt::format("{:>7}  {:<10.10} {:>3} {:>9}  {:>4}   ", p.pid, p.user.empty() ? "-" : p.user,
-                                              p.gpu, memory_column(p.memory_bytes), sm),
+    // A MIG process names its GPU instance: "0/1".
+    const std::string where = p.gpu_instance_id ? fmt::format("{}/{}", p.gpu, *p.gpu_instance_id) : fmt::format("{}", p.gpu);
+    const int x = out.put(0, row, fmt::format("{:>7}  {:<10.10} {:>4} {:>9}  {:>4}   ", p.pid, p.user.empty() ? "-" : p.user,
+                                              where, memory_column(p.memory_bytes), sm),
                           of_selected ? Style::kBold : Style::kNormal);
     out.put(x, row, p.command);
   }
@@ -426,13 +459,28 @@ void draw_screen(const TopModel& model, const ViewState& view, const SourceView&
     } else {
       const int n = static_cast<int>(f->gpus.size());
       const int space = bottom - y - kMinProcessRows;
-      const int per_gpu = n * kFullGpuRows <= space ? kFullGpuRows : n * kCompactGpuRows <= space ? kCompactGpuRows : 1;
-      const int fits = std::max(1, space / per_gpu);
-      // Scrolled so the selected GPU is always drawn.
-      const int sel = static_cast<int>(model.selected());
-      const int first = std::clamp(sel - fits / 2, 0, std::max(0, n - fits));
-      for (int i = first; i < std::min(n, first + fits); ++i) {
-        const GpuDraw d{model, out, f->gpus[static_cast<std::size_t>(i)], i == sel, y};
+      // Each GPU in MIG mode takes a row more per GPU instance, in every layout.
+      const auto total_rows = [&](int per) {
+        int sum = 0;
+        for (const auto& g : f->gpus) sum += gpu_rows(g, per);
+        return sum;
+      };
+      const int per_gpu = total_rows(kFullGpuRows) <= space      ? kFullGpuRows
+                          : total_rows(kCompactGpuRows) <= space ? kCompactGpuRows
+                                                                 : 1;
+      const auto rows_of = [&](int i) { return gpu_rows(f->gpus[static_cast<std::size_t>(i)], per_gpu); };
+      // Scrolled so the selected GPU is always drawn: up to half the room above it, the rest below, then
+      // above again with what the last GPUs left.
+      const int sel = std::clamp(static_cast<int>(model.selected()), 0, n - 1);
+      int first = sel, last = sel, above = 0;
+      while (first > 0 && above + rows_of(first - 1) <= space / 2) above += rows_of(--first);
+      int used = above + rows_of(sel);
+      while (last + 1 < n && used + rows_of(last + 1) <= space) used += rows_of(++last);
+      while (first > 0 && used + rows_of(first - 1) <= space) used += rows_of(--first);
+      const int fits = last - first + 1;
+      for (int i = first; i <= last; ++i) {
+        const auto& g = f->gpus[static_cast<std::size_t>(i)];
+        const GpuDraw d{model, out, g, i == sel, y};
         if (per_gpu == kFullGpuRows) {
           draw_full(d);
         } else if (per_gpu == kCompactGpuRows) {
@@ -441,8 +489,9 @@ void draw_screen(const TopModel& model, const ViewState& view, const SourceView&
           draw_line(d);
         }
         y += per_gpu;
+        for (std::size_t k = 0; k < g.mig_instances.size() && y < bottom; ++k) draw_instance(out, y++, g, k);
       }
-      if (fits < n) gpus_shown = fmt::format("GPUs {}-{} of {}", first, std::min(n, first + fits) - 1, n);
+      if (fits < n) gpus_shown = fmt::format("GPUs {}-{} of {}", first, last, n);
     }
   } else if (f != nullptr) {
     out.put(2, y++, "no GPUs", Style::kDim);

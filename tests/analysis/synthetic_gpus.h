@@ -39,6 +39,13 @@ class GpuBuilder {
     return *this;
   }
 
+  // The series are those of one of the GPU's MIG instances (GPU_I_ID, GPU_I_PROFILE labels).
+  GpuBuilder& mig(std::string gpu_instance_id, std::string profile) {
+    mig_id_ = std::move(gpu_instance_id);
+    mig_profile_ = std::move(profile);
+    return *this;
+  }
+
   std::vector<store::SeriesSamples> series() const {
     std::vector<store::SeriesSamples> out;
     for (const auto& [field, pts] : values_) {
@@ -49,6 +56,10 @@ class GpuBuilder {
                                           {"Hostname", host_},
                                           {"modelName", "NVIDIA H100 80GB HBM3"}};
       if (!job_.empty()) labels.push_back({"hpc_job", job_});
+      if (!mig_id_.empty()) {
+        labels.push_back({"GPU_I_ID", mig_id_});
+        labels.push_back({"GPU_I_PROFILE", mig_profile_});
+      }
       s.labels = store::Labels(labels);
       for (const auto& [sec, v] : pts) s.samples.push_back({kT0 + sec * 1000LL, v});
       out.push_back(std::move(s));
@@ -58,6 +69,7 @@ class GpuBuilder {
 
  private:
   std::string gpu_, host_, job_;
+  std::string mig_id_, mig_profile_;
   std::map<std::string, std::map<int, double>> values_;
 };
 

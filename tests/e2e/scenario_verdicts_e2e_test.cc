@@ -49,6 +49,9 @@ std::vector<VerdictCase> verdict_cases() {
       {"memory_leak.yaml", "10m", {{"*", 5, "compute_bound"}}},
       {"nvml_errors.yaml", "10m", {{"*", 5, "compute_bound"}}},
       {"slow_calls.yaml", "10m", {{"*", 5, "compute_bound"}}},
+      // GPU 0 is in MIG mode until 20m (its instances' verdicts belong to the MIG reader's tests), then
+      // trains whole; GPU 1 trains whole throughout.
+      {"mig.yaml", "30m", {{"1", 5, "compute_bound"}, {"0", 25, "compute_bound"}}},
       // r535 has no GPM: only utilization speaks.
       {"driver_r535.yaml", "10m", {{"*", 5, "unknown"}}},
       // GPU 1 is a V100 (no GPM: unknown until its fault); the row-remap node is an A100.
