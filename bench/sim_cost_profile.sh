@@ -12,7 +12,9 @@
 #        simulator), GPUS=8 runs scenarios/demo.yaml (8 H100s) instead of bench/h100_costs.yaml (1),
 #        AGENT_ARGS (extra `serve` flags, e.g. "--counter-interval 0s": real 1.25 %), FIELDS=all
 #        (a collectors file of every DCGM field gpuscope has) and HISTORY=1 (history on, in a temp dir):
-#        both together are the real H100's "all 61 fields with history" run (0.76 %)
+#        both together are the real H100's "all 61 fields with history" run (0.76 %),
+#        MIG=1 runs bench/h100_mig_costs.yaml (the same H100 in MIG mode with 7 1g.10gb instances: what
+#        per-instance reading costs; no real figure to compare with)
 #
 # The real agent figures were measured before the cost-based read schedule (the counters' and rarely
 # changing gauges' cadence, violation times batched, process utilization in one call): they are the
@@ -33,7 +35,8 @@ bare=${BARE:-build/bench/bare_nvml_loop}
 profile=${PROFILE:-h100-580}
 gpus=${GPUS:-1}
 case $gpus in
-  1) scenario=bench/h100_costs.yaml ;;
+  1) scenario=bench/h100_costs.yaml
+     [[ ${MIG:-} == 1 ]] && scenario=bench/h100_mig_costs.yaml ;;
   8) scenario=scenarios/demo.yaml ;;
   *) echo "sim_cost_profile: GPUS must be 1 or 8" >&2; exit 2 ;;
 esac

@@ -129,6 +129,10 @@ struct NvmlBackend::GpuState {
   // The fan query answered NOT_SUPPORTED (H100 SXM: no fans): not asked again until the GPU returns.
   bool fan_unsupported = false;
   std::unique_ptr<MigReader> mig;  // MIG mode and MIG devices (mig_reader.h)
+  // In MIG mode the GPU's own GPM figures, read every counter interval (see sample_gpu).
+  std::array<model::FieldValue, kGpmWanted.size()> gpm_carry{};
+  std::chrono::steady_clock::time_point gpm_read_at{};
+  bool gpm_carry_valid = false;
 };
 
 nvmlDevice_t NvmlBackend::handle(std::size_t gpu) const {
@@ -561,15 +565,28 @@ model::GpuSample NvmlBackend::sample_gpu(std::size_t i) {
     collector_durations_[static_cast<std::size_t>(c)] += std::chrono::steady_clock::now() - t0;
     collector_cpu_[static_cast<std::size_t>(c)] += thread_cpu_now() - cpu0;
   };
-  if (!lost) timed(model::Collector::kGpm, [&] { read_gpm(g, s, info, mark); });
-  if (!lost) timed(model::Collector::kProcesses, [&] { read_processes(g, s, mark); });
   if (!lost && s.mig != nullptr) timed(model::Collector::kGpm, [&] { mark(s.mig->read(d, info.gpm_supported, g)); });
+  // In MIG mode the ratios that matter are each instance's (one MetricsGet each, ~1.24 ms of driver CPU on an
+  // H100); the GPU's own GPM then gives only its PCIe and NVLink rates and the whole-GPU figures, read
+  // every counter interval (a rate over that window) and carried over in between.
+  const bool mig_instances = g.mig_enabled && !g.mig_instances.empty();
+  if (!lost && (!mig_instances || !s.gpm_carry_valid || counter_interval_.count() == 0 ||
+                now - s.gpm_read_at >= counter_interval_)) {
+    timed(model::Collector::kGpm, [&] { read_gpm(g, s, info, mark); });
+    s.gpm_read_at = now;
+    s.gpm_carry_valid = mig_instances;
+    for (std::size_t k = 0; k < kGpmWanted.size(); ++k) s.gpm_carry[k] = g[kGpmWanted[k].field];
+  } else if (!lost) {
+    for (std::size_t k = 0; k < kGpmWanted.size(); ++k) g[kGpmWanted[k].field] = s.gpm_carry[k];
+  }
+  if (!lost) timed(model::Collector::kProcesses, [&] { read_processes(g, s, mark); });
 
   if (lost) {
     s.up = false;
     s.down_code = NVML_ERROR_GPU_IS_LOST;
     s.gpm_prev_valid = false;
     s.counters_valid = false;
+    s.gpm_carry_valid = false;
     if (s.mig != nullptr) s.mig->reset();
     model::GpuSample down;
     down.index = info.index;

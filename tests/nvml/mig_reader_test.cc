@@ -163,5 +163,25 @@ TEST(MigReader, OneGpmSampleAndMetricsCallPerInstanceEachReading) {
   EXPECT_EQ(testing::sim_calls("nvmlGpmMetricsGet") - metrics0, 3u + 2u);
 }
 
+TEST(MigReader, InMigModeTheGpusOwnGpmIsReadEveryCounterIntervalAndCarriedOver) {
+  ScenarioFile f(kMigReaderScenario);
+  BackendOptions o;
+  o.counter_interval = std::chrono::hours(1);
+  auto b = testing::open_sim_with(o, f.path(), 300);
+  ASSERT_TRUE(b);
+  const auto first = b->sample();
+  const auto metrics0 = testing::sim_calls("nvmlGpmMetricsGet");
+  const auto gpu_samples0 = testing::sim_calls("nvmlGpmSampleGet");
+  ASSERT_TRUE(b->set_sim_time(b->now() + std::chrono::seconds(1)));
+  const auto second = b->sample();
+  // The 3 instances and the whole GPU 1; GPU 0's own GPM waits for the counter interval.
+  EXPECT_EQ(testing::sim_calls("nvmlGpmMetricsGet") - metrics0, 3u + 1u);
+  EXPECT_EQ(testing::sim_calls("nvmlGpmSampleGet") - gpu_samples0, 1u);
+  // Its PCIe rate is the one read last, carried over; each instance's ratios are this reading's.
+  ASSERT_TRUE(first.gpus[0][FieldId::kPcieRxBytes].valid());
+  EXPECT_EQ(second.gpus[0][FieldId::kPcieRxBytes].value, first.gpus[0][FieldId::kPcieRxBytes].value);
+  EXPECT_TRUE((*instance(second.gpus[0], 2))[FieldId::kSmActive].valid());
+}
+
 }  // namespace
 }  // namespace gpuscope::nvml
