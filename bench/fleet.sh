@@ -32,9 +32,10 @@ done
 [[ -x $build/gpuscope ]] || { echo "fleet: no $build/gpuscope (build it first)" >&2; exit 2; }
 agent_bin=$build/gpuscope
 
-# A mix of nodes: mostly healthy training and inference, some idle, a straggler, an unhealthy node.
+# A mix of nodes: mostly healthy training and inference, some idle, a straggler, an unhealthy node, a
+# node with a GPU in MIG mode.
 scenarios=(demo.yaml inference_bursty.yaml idle.yaml straggler.yaml data_starved.yaml mixed_a100.yaml
-           unhealthy_node.yaml small_kernels.yaml memory_bound.yaml power_cap.yaml)
+           unhealthy_node.yaml small_kernels.yaml memory_bound.yaml power_cap.yaml mig.yaml)
 
 work=$(mktemp -d /tmp/gpuscope-fleet.XXXXXX)
 pids=() prom_pid=""
@@ -131,6 +132,7 @@ PY
 echo "fleet roll-ups:"
 for e in cluster:gpus:count cluster:sm_active:avg10m cluster:gpus_idle:count cluster:gpus_unhealthy:count \
          cluster:gpu_cost_dollars_per_hour:rate1h cluster:gpu_idle_cost_dollars_per_hour:rate1h \
-         'count(node_model:sm_active:ratio_to_median < 0.6)'; do
+         'count(node_model:sm_active:ratio_to_median < 0.6)' cluster:mig_gpus_idle:sum \
+         'sum(cluster_profile:mig_instances_idle:count)'; do
   printf '  %-50s %s\n' "$e" "$(val "$e")"
 done

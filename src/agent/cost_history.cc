@@ -94,7 +94,8 @@ CostReading reading_at(const std::vector<store::SeriesSamples>& series, std::str
   CostReading r;
   r.t_ms = t_ms;
   for (const auto& s : series) {
-    if (s.labels.get("UUID") != uuid) continue;
+    // A MIG instance's ratios are its own, not its GPU's reading.
+    if (s.labels.get("UUID") != uuid || !s.labels.get("GPU_I_ID").empty()) continue;
     const auto after = std::ranges::upper_bound(s.samples, t_ms, {}, &store::Sample::t_ms);
     if (after == s.samples.begin()) continue;
     const auto at = std::prev(after);
@@ -148,6 +149,21 @@ std::expected<std::vector<CostSeed>, std::string> read_cost_seeds(const store::Q
       for (const LastSample& s : *last) {
         if (s.labels.get("UUID") != uuid) continue;
         const std::string_view name = s.labels.metric_name();
+        // A MIG instance's dollars are its own counters (its GPU's are the unallocated slices'): continued
+        // when recorded within a reading's reach of now, else the instance is gone.
+        if (const std::string_view gi = s.labels.get("GPU_I_ID"); !gi.empty()) {
+          const auto id = parse_pid(gi);
+          if (!id || !in_tier(s.labels, tier) || now_ms - s.t_ms > rules.max_gap_ms) continue;
+          analysis::MigInstanceKey key{*id, std::string(s.labels.get("GPU_I_PROFILE")), std::string(s.labels.get("pod")),
+                                       std::string(s.labels.get("namespace")), std::string(s.labels.get("container"))};
+          auto in = std::ranges::find(seed.mig_instances, key, &CostSeed::Instance::key);
+          if (in == seed.mig_instances.end()) in = seed.mig_instances.insert(seed.mig_instances.end(), {key, {}, {}, {}, 0});
+          in->last_seen_ms = std::max(in->last_seen_ms, s.t_ms);
+          if (name == exporter::kCostDollarsTotal) in->dollars = s.value;
+          if (name == exporter::kCostIdleDollarsTotal) in->idle_dollars = s.value;
+          if (name == exporter::kCostUnusedDollarsTotal) in->unused_dollars = s.value;
+          continue;
+        }
         if (name == exporter::kEnergyJoulesTotal) seed.energy_joules = s.value;
         if (name == exporter::kEnergyCostDollarsTotal) seed.energy_dollars = s.value;
         if (!in_tier(s.labels, tier)) continue;

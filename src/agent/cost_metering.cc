@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <chrono>
 
+#include "analysis/mig_cost.h"
+
 namespace gpuscope::agent {
 namespace {
 
-// A field as the history records it (in DCGM's unit); absent when the GPU did not give it.
-std::optional<double> recorded_value(const model::GpuSample& sample, model::FieldId id) {
+// A field as the history records it (in DCGM's unit); absent when the GPU (or MIG device) did not give it.
+template <typename Sample>
+std::optional<double> recorded_value(const Sample& sample, model::FieldId id) {
   const auto& v = sample[id];
   if (!v.valid()) return std::nullopt;
   return v.value / model::FieldCatalog::get(id).dcgm_divisor;
@@ -45,7 +48,32 @@ std::vector<analysis::MeteredGpu> metered_gpus(const model::Snapshot& snapshot, 
       mp.key = {p.pid, p.identity.name, p.identity.container_id};
       mp.use.sm_util_percent = p.sm_util_percent;
       if (p.used_memory_bytes) mp.use.memory_bytes = static_cast<double>(*p.used_memory_bytes);
+      if (s.mig_enabled) mp.gpu_instance_id = p.gpu_instance_id;
       g.processes.push_back(std::move(mp));
+    }
+    // MIG mode: one entry per GPU instance, from its first MIG device (its compute instances share its
+    // memory, its GPM ratios and its slices), as /metrics writes it.
+    if (s.mig_enabled) {
+      g.mig_total_slices = analysis::mig_total_slices(info.name);
+      for (const auto& mi : s.mig_instances) {
+        if (std::ranges::any_of(g.mig_instances, [&](const analysis::MeteredMigInstance& m) {
+              return m.key.gpu_instance_id == mi.gpu_instance_id;
+            })) {
+          continue;
+        }
+        analysis::MeteredMigInstance m;
+        m.key.gpu_instance_id = mi.gpu_instance_id;
+        m.key.profile = mi.profile;
+        if (mi.kubernetes_pod) {
+          m.key.pod = mi.kubernetes_pod->pod;
+          m.key.namespace_name = mi.kubernetes_pod->namespace_name;
+          m.key.container = mi.kubernetes_pod->container;
+        }
+        m.slices = mi.gpu_instance_slices.value_or(analysis::mig_profile_slices(mi.profile).value_or(0));
+        m.gr_active = recorded_value(mi, model::FieldId::kGrEngineActive);
+        m.sm_active = recorded_value(mi, model::FieldId::kSmActive);
+        g.mig_instances.push_back(std::move(m));
+      }
     }
     out.push_back(std::move(g));
   }
@@ -68,7 +96,18 @@ exporter::CostCounters cost_counters(const std::vector<analysis::GpuCostTotals>&
       c.idle_dollars = g.totals.idle_dollars;
       c.unused_dollars = g.totals.unused_dollars;
       for (const auto& p : g.processes) {
-        c.processes.push_back({p.key.pid, p.key.name, p.key.container_id, p.memory_bytes, p.totals.dollars});
+        c.processes.push_back(
+            {p.key.pid, p.key.name, p.key.container_id, p.memory_bytes, p.totals.dollars, p.gpu_instance_id});
+      }
+      for (const auto& mi : g.mig_instances) {
+        exporter::MigInstanceCostCounters ic;
+        ic.gpu_instance_id = mi.key.gpu_instance_id;
+        ic.profile = mi.key.profile;
+        if (!mi.key.pod.empty()) ic.pod = model::KubernetesPod{mi.key.pod, mi.key.namespace_name, mi.key.container};
+        ic.dollars = mi.totals.dollars;
+        ic.idle_dollars = mi.totals.idle_dollars;
+        ic.unused_dollars = mi.totals.unused_dollars;
+        c.mig_instances.push_back(std::move(ic));
       }
     }
     if (g.energy_measured) {

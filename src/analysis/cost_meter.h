@@ -31,6 +31,24 @@ struct ProcessKey {
 struct MeteredProcess {
   ProcessKey key;
   ProcessUse use;
+  std::optional<unsigned> gpu_instance_id{};  // MIG: the GPU instance it runs in (its share is that instance's)
+};
+
+// A MIG GPU instance as its cost counters name it: another holder (pod) or another profile under the
+// same ID is another instance, whose counters start at 0.
+struct MigInstanceKey {
+  unsigned gpu_instance_id = 0;
+  std::string profile;  // "3g.40gb"
+  std::string pod, namespace_name, container;  // --kubernetes: who holds it (empty: nobody)
+  auto operator<=>(const MigInstanceKey&) const = default;
+};
+
+// One GPU instance of a GPU in MIG mode at a reading (one per GPU instance, whatever its compute instances).
+struct MeteredMigInstance {
+  MigInstanceKey key;
+  unsigned slices = 0;                 // its compute slices, of the GPU's mig_total_slices
+  std::optional<double> gr_active;     // its own DCGM_FI_PROF_GR_ENGINE_ACTIVE, 0-1
+  std::optional<double> sm_active;     // its own DCGM_FI_PROF_SM_ACTIVE, 0-1
 };
 
 // One GPU at one reading, as the meter takes it.
@@ -41,6 +59,10 @@ struct MeteredGpu {
   // False when the process list could not be read: the interval is the GPU's alone, and the processes'
   // counters wait (they are forgotten only after a gap longer than the rules' max_gap_ms).
   bool processes_read = true;
+  // MIG mode with GPU instances: the GPU's interval is split among them by slices (mig_cost.h), the
+  // slices none holds stay the GPU's own as unallocated capacity. Empty: the GPU is paid as a whole.
+  std::vector<MeteredMigInstance> mig_instances;
+  unsigned mig_total_slices = 7;
 };
 
 // What an earlier run recorded for one GPU, to continue its counters from. Absent values were not
@@ -61,6 +83,13 @@ struct CostSeed {
     std::int64_t last_seen_ms = 0;  // its last recorded sample
   };
   std::vector<Process> processes;
+  // MIG instances' dollar counters as last recorded (within max_gap_ms: an instance gone longer is gone).
+  struct Instance {
+    MigInstanceKey key;
+    std::optional<double> dollars, idle_dollars, unused_dollars;
+    std::int64_t last_seen_ms = 0;  // its last recorded sample
+  };
+  std::vector<Instance> mig_instances;
 };
 
 // One process's running total, as rendered.
@@ -68,6 +97,14 @@ struct ProcessCostTotals {
   ProcessKey key;
   CostTotals totals;
   std::optional<double> memory_bytes;  // at the last reading (the exporter keeps the largest, as for its gauges)
+  std::optional<unsigned> gpu_instance_id{};  // MIG: charged from this GPU instance's share
+};
+
+// One MIG GPU instance's running totals: its slices' share of the GPU's time.
+struct MigInstanceCostTotals {
+  MigInstanceKey key;
+  unsigned slices = 0;
+  CostTotals totals;
 };
 
 // One GPU's running totals, as rendered.
@@ -78,6 +115,10 @@ struct GpuCostTotals {
   bool energy_measured = false;  // an energy counter or power reading seen, or energy carried over
   std::optional<std::int64_t> last_t_ms;  // the last reading the totals include
   std::vector<ProcessCostTotals> processes;     // the processes of the last reading, in its order
+  // MIG: the GPU instances of the last reading. `totals` is then what none of them holds (unallocated
+  // slices; the whole GPU at readings outside MIG mode) plus the GPU's whole energy (energy is the GPU's).
+  std::vector<MigInstanceCostTotals> mig_instances;
+  unsigned mig_unallocated_slices = 0;  // at the last reading
 };
 
 class CostMeter {
@@ -102,6 +143,12 @@ class CostMeter {
     CostTotals totals;
     std::int64_t last_seen_ms = 0;
     std::optional<double> memory_bytes;
+    std::optional<unsigned> gpu_instance_id;
+  };
+  struct InstanceState {
+    CostTotals totals;
+    unsigned slices = 0;
+    std::int64_t last_seen_ms = 0;
   };
   struct GpuState {
     CostTotals totals;
@@ -111,6 +158,9 @@ class CostMeter {
     std::optional<std::int64_t> last_t_ms;
     std::map<ProcessKey, ProcessState> processes;
     std::vector<ProcessKey> current;  // the processes of the last reading
+    std::map<MigInstanceKey, InstanceState> instances;
+    std::vector<MigInstanceKey> current_instances;  // the GPU instances of the last reading
+    unsigned unallocated_slices = 0;
   };
   void update_gpu(GpuState& state, const MeteredGpu& gpu, std::int64_t t_ms);
   void publish();  // with mu_ held

@@ -12,6 +12,7 @@
 
 #include "analysis/diagnosis_report.h"
 #include "analysis/gpu_signals.h"
+#include "analysis/mig_cost.h"
 #include "analysis/window_stats.h"
 
 namespace gpuscope::analysis {
@@ -21,6 +22,8 @@ constexpr std::string_view kEnergySeries = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION
 constexpr std::string_view kPriceSeries = "gpuscope_gpu_hourly_price_dollars";
 constexpr std::string_view kProcessMemorySeries = "gpuscope_process_memory_bytes";
 constexpr std::string_view kProcessSmSeries = "gpuscope_process_sm_utilization_ratio";
+constexpr std::string_view kMigSlicesSeries = "gpuscope_mig_instance_slices";
+constexpr std::string_view kUnallocatedRow = "(unallocated MIG slices)";
 // The series whose samples mark a reading, and so carry the labels a reading had (hpc_job changes
 // with the job on the GPU): gpu_up is written at every reading, up or down; the others where it is not
 // recorded (a Prometheus scraping dcgm-exporter).
@@ -124,6 +127,7 @@ struct LabelPoint {
 struct SpanExtras {
   std::vector<Point> energy;
   std::vector<Point> price;
+  std::vector<Point> mig_slices;  // a MIG instance's gpuscope_mig_instance_slices
   std::map<std::string, ProcessSeries> processes;  // by row name
   std::vector<LabelPoint> label;                    // kLabel: the label's value at each reading
 };
@@ -146,10 +150,11 @@ std::string process_row_name(const store::Labels& l) {
   return name;
 }
 
-std::string gpu_row_name(const GpuCost& g, bool with_host) {
-  std::string name = g.gpu.empty() ? g.uuid : "GPU " + g.gpu;
-  return with_host && !g.host.empty() ? g.host + " " + name : name;
+std::string slices_text(unsigned lo, unsigned hi, unsigned total) {
+  return lo == hi ? fmt::format("{}/{}", lo, total) : fmt::format("{}-{}/{}", lo, hi, total);
 }
+
+std::string gpu_row_name(const GpuCost& g, bool with_host) { return gpu_cost_name(g, with_host); }
 
 std::string names_regex(const CostQuery& q) {
   std::vector<std::string_view> names;
@@ -158,6 +163,7 @@ std::string names_regex(const CostQuery& q) {
   }
   names.push_back(kEnergySeries);
   names.push_back(kPriceSeries);
+  names.push_back(kMigSlicesSeries);
   if (q.by == CostGrouping::kProcess) {
     names.push_back(kProcessMemorySeries);
     names.push_back(kProcessSmSeries);
@@ -209,14 +215,15 @@ class ReportBuilder {
     std::ranges::sort(ordered, [](const GpuState* a, const GpuState* b) {
       if (a->cost.host != b->cost.host) return a->cost.host < b->cost.host;
       if (a->cost.gpu.size() != b->cost.gpu.size()) return a->cost.gpu.size() < b->cost.gpu.size();
-      return a->cost.gpu < b->cost.gpu;
+      if (a->cost.gpu != b->cost.gpu) return a->cost.gpu < b->cost.gpu;
+      return a->cost.key < b->cost.key;  // a GPU, then its MIG instances, then its unallocated slices
     });
     bool any_price = false;
     double recent = 0;
     for (GpuState* st : ordered) {
       GpuCost g = st->cost;
       g.peaks.model = g.model;
-      g.peaks.observed_seconds = g.totals.seconds;
+      g.peaks.observed_seconds = g.held_seconds > 0 ? g.held_seconds : g.totals.seconds;
       g.peaks.memory_total_mib = st->memory_total_mib;
       g.peaks.peak_memory_mib = st->peak_memory_mib;
       g.peaks.peak_sm_active = st->sm.quantile(kPeakQuantile);
@@ -228,13 +235,15 @@ class ReportBuilder {
       r.total += g.totals;
       if (g.totals.priced_seconds > 0) any_price = true;
       recent += g.recent_dollars;
-      if (g.price_source == PriceSource::kNone && g.totals.seconds > 0) {
+      const bool mig_part = !g.mig_instance.empty() || g.mig_unallocated;
+      if (g.price_source == PriceSource::kNone && !mig_part && (g.totals.seconds > 0 || g.mig_split)) {
         r.notes.push_back(fmt::format("{} ({}): no price in tier {} (none recorded, none in the catalog): its hours are "
                                       "counted, not its dollars",
                                       gpu_row_name(g, hosts.size() > 1), g.model.empty() ? "model unknown" : g.model,
                                       tier_name_));
       }
-      if (q_.by == CostGrouping::kGpu) {
+      // A GPU in MIG mode for the whole span is all in its instances' and unallocated rows.
+      if (q_.by == CostGrouping::kGpu && !(g.mig_split && g.totals.seconds <= 0)) {
         CostRow row;
         row.name = gpu_row_name(g, hosts.size() > 1);
         row.gpus = {row.name};
@@ -297,7 +306,7 @@ class ReportBuilder {
       const std::string_view name = s.labels.metric_name();
       const bool reading_series = std::ranges::find(kReadingSeries, name) != kReadingSeries.end();
       const bool extra = name == kEnergySeries || name == kPriceSeries || name == kProcessMemorySeries ||
-                         name == kProcessSmSeries;
+                         name == kProcessSmSeries || name == kMigSlicesSeries;
       if (!extra && !(reading_series && q_.by == CostGrouping::kLabel)) continue;
       const std::string key = gpu_key(s.labels);
       if (key.empty()) continue;
@@ -306,6 +315,8 @@ class ReportBuilder {
         merge_points(x.energy, points_of(s));
       } else if (name == kPriceSeries) {
         if (s.labels.get("tier") == tier_name_) merge_points(x.price, points_of(s));
+      } else if (name == kMigSlicesSeries) {
+        merge_points(x.mig_slices, points_of(s));
       } else if (name == kProcessMemorySeries || name == kProcessSmSeries) {
         ProcessSeries& p = x.processes[process_row_name(s.labels)];
         merge_points(name == kProcessMemorySeries ? p.memory : p.sm, points_of(s));
@@ -322,10 +333,48 @@ class ReportBuilder {
       }
     }
     for (auto& [key, x] : extras) std::ranges::stable_sort(x.label, {}, &LabelPoint::t_ms);
-    for (auto& h : group_by_gpu(std::move(series))) {
-      take_gpu(h, extras[h.identity.key], from, to);
+    // A MIG instance's series are its GPU's time, split: each GPU is read with its instances.
+    auto histories = group_by_gpu(std::move(series));
+    std::map<std::string, std::vector<MigInstance>> instances_of;
+    std::set<std::string> parents;
+    for (const auto& h : histories) {
+      if (h.identity.mig_instance.empty()) parents.insert(h.identity.key);
+    }
+    for (const auto& h : histories) {
+      if (h.identity.mig_instance.empty()) continue;
+      const std::string parent = h.identity.key.substr(0, h.identity.key.rfind("/mig"));
+      if (parents.contains(parent)) instances_of[parent].push_back(MigInstance(h, extras[h.identity.key]));
+    }
+    for (auto& h : histories) {
+      if (!h.identity.mig_instance.empty() && instances_of.contains(h.identity.key.substr(0, h.identity.key.rfind("/mig")))) {
+        continue;
+      }
+      take_gpu(h, extras[h.identity.key], instances_of[h.identity.key], from, to);
     }
   }
+
+  // One MIG instance's history as its GPU's readings walk it.
+  struct MigInstance {
+    MigInstance(const GpuHistory& h, SpanExtras& x)
+        : history(&h), extras(&x), gr(h.points(Signal::kGrActive)), sm(h.points(Signal::kSmActive)),
+          tensor(h.points(Signal::kTensorActive)), dram(h.points(Signal::kDramActive)), used(h.points(Signal::kFbUsed)),
+          free(h.points(Signal::kFbFree)), reserved(h.points(Signal::kFbReserved)), slices(x.mig_slices) {
+      for (auto& [name, p] : x.processes) processes.emplace_back(name, std::pair(Cursor(p.memory), Cursor(p.sm)));
+    }
+    const GpuHistory* history;
+    SpanExtras* extras;
+    Cursor gr, sm, tensor, dram, used, free, reserved, slices;
+    std::vector<std::pair<std::string, std::pair<Cursor, Cursor>>> processes;
+    std::size_t label_i = 0;
+    // Read in (after, t]: the exporter wrote its series at that reading.
+    bool read_in(std::int64_t after, std::int64_t t) {
+      const bool a = gr.within(after, t).has_value();
+      const bool b = sm.within(after, t).has_value();
+      const bool c = used.within(after, t).has_value();
+      const bool d = slices.within(after, t).has_value();
+      return a || b || c || d;
+    }
+  };
 
   std::optional<double> price_at(const GpuState& st, Cursor& recorded, std::int64_t t) {
     const auto from_catalog = [&]() -> std::optional<double> {
@@ -340,7 +389,8 @@ class ReportBuilder {
     return from_catalog();
   }
 
-  void take_gpu(const GpuHistory& h, SpanExtras& x, std::int64_t from, std::int64_t to) {
+  void take_gpu(const GpuHistory& h, SpanExtras& x, std::vector<MigInstance>& instances, std::int64_t from,
+                std::int64_t to) {
     if (!q_.filter.matches(h.identity)) return;
     auto [it, fresh] = gpus_.try_emplace(h.identity.key);
     GpuState& st = it->second;
@@ -380,6 +430,16 @@ class ReportBuilder {
     std::vector<std::pair<std::string, std::pair<Cursor, Cursor>>> processes;
     for (auto& [name, p] : x.processes) processes.emplace_back(name, std::pair(Cursor(p.memory), Cursor(p.sm)));
     std::size_t label_i = 0;
+    // A MIG instance without its GPU's series (a Prometheus scraping dcgm-exporter alone, which writes
+    // every field per instance): paid its slices' share of the GPU's price, as if its GPU's were there.
+    const bool orphan = !h.identity.mig_instance.empty();
+    Cursor orphan_slices(x.mig_slices);
+    const unsigned total_slices = mig_total_slices(st.cost.model);
+    if (orphan) {
+      st.cost.mig_instance = h.identity.mig_instance;
+      st.cost.mig_profile = h.identity.mig_profile;
+      if (const auto n = mig_profile_slices(h.identity.mig_profile)) note_slices(st.cost, *n, total_slices);
+    }
     const std::string gpu_name = gpu_row_name(st.cost, true);
     std::vector<ProcessUse> uses;
     std::vector<const std::string*> present;
@@ -430,15 +490,23 @@ class ReportBuilder {
       if (!prev) continue;
       const auto interval = cost_interval(*prev, cur, q_.rules);
       if (!interval) continue;
-      st.cost.totals.add(*interval, q_.rules);
-      if (t > q_.to_ms - q_.projection_span_ms) st.cost.recent_dollars += interval->dollars.value_or(0);
+      if (!instances.empty() && take_mig(st, instances, *prev, cur, gap)) continue;
+      double own = 1.0;
+      if (orphan) {
+        std::optional<unsigned> n = mig_profile_slices(h.identity.mig_profile);
+        if (auto v = orphan_slices.at(t, gap); v && *v >= 0) n = static_cast<unsigned>(std::lround(*v));
+        own = mig_share(n.value_or(0), total_slices);
+      }
+      st.cost.totals.add(*interval, q_.rules, own);
+      st.cost.held_seconds += interval->seconds;
+      if (t > q_.to_ms - q_.projection_span_ms) st.cost.recent_dollars += interval->dollars.value_or(0) * own;
 
       switch (q_.by) {
         case CostGrouping::kGpu: break;
         case CostGrouping::kLabel: {
           while (label_i + 1 < x.label.size() && x.label[label_i + 1].t_ms <= t) ++label_i;
           const bool have = label_i < x.label.size() && x.label[label_i].t_ms <= t;
-          add_row(have ? x.label[label_i].value : std::string(kNoLabel), gpu_name, *interval, 1.0);
+          add_row(have ? x.label[label_i].value : std::string(kNoLabel), gpu_name, *interval, own);
           break;
         }
         case CostGrouping::kProcess: {
@@ -452,15 +520,136 @@ class ReportBuilder {
             present.push_back(&name);
           }
           if (uses.empty()) {
-            add_row(std::string(kNoProcess), gpu_name, *interval, 1.0);
+            add_row(std::string(kNoProcess), gpu_name, *interval, own);
             break;
           }
           const auto shares = process_shares(uses);
-          for (std::size_t i = 0; i < present.size(); ++i) add_row(*present[i], gpu_name, *interval, shares[i]);
+          for (std::size_t i = 0; i < present.size(); ++i) add_row(*present[i], gpu_name, *interval, own * shares[i]);
           break;
         }
       }
     }
+  }
+
+  // The interval (prev, cur] of a GPU in MIG mode, split among the instances read in it by their slices and
+  // the slices none holds; false when no instance was read (the GPU is paid as a whole).
+  bool take_mig(GpuState& gpu, std::vector<MigInstance>& instances, const CostReading& prev, const CostReading& cur,
+                std::int64_t gap) {
+    const std::int64_t t = cur.t_ms;
+    std::vector<MigInstance*> read;
+    for (auto& in : instances) {
+      if (in.read_in(prev.t_ms, t)) read.push_back(&in);
+    }
+    if (read.empty()) return false;
+    gpu.cost.mig_split = true;
+    const unsigned total = mig_total_slices(gpu.cost.model);
+    gpu.cost.mig_total_slices = total;
+    unsigned allocated = 0;
+    for (MigInstance* in : read) {
+      const GpuIdentity& id = in->history->identity;
+      std::optional<unsigned> slices;
+      if (auto v = in->slices.at(t, gap); v && *v >= 0) slices = static_cast<unsigned>(std::lround(*v));
+      if (!slices) slices = mig_profile_slices(id.mig_profile);
+      const unsigned n = slices.value_or(0);
+      allocated += n;
+      GpuState& st = part_state(gpu, id.key);
+      st.cost.mig_instance = id.mig_instance;
+      st.cost.mig_profile = id.mig_profile;
+      note_slices(st.cost, n, total);
+      const auto interval = cost_interval(prev, mig_instance_reading(cur, in->gr.at(t, gap), in->sm.at(t, gap)), q_.rules);
+      if (!interval) continue;
+      const double share = mig_share(n, total);
+      add_part(st, *interval, share, t);
+      if (cur.up) {
+        if (auto v = in->sm.at(t, gap)) st.sm.add(*v);
+        if (auto v = in->tensor.at(t, gap)) st.tensor.add(*v);
+        if (auto v = in->dram.at(t, gap)) st.dram.add(*v);
+        const auto u = in->used.at(t, gap);
+        const auto res = in->reserved.at(t, gap);
+        const auto fr = in->free.at(t, gap);
+        if (u) {
+          st.peak_memory_mib = std::max(st.peak_memory_mib.value_or(0), *u + res.value_or(0));
+          if (fr) st.memory_total_mib = *u + *fr + res.value_or(0);
+        }
+      }
+      const std::string name = gpu_row_name(st.cost, true);
+      switch (q_.by) {
+        case CostGrouping::kGpu: break;
+        case CostGrouping::kLabel: {
+          auto& labels = in->extras->label;
+          while (in->label_i + 1 < labels.size() && labels[in->label_i + 1].t_ms <= t) ++in->label_i;
+          const bool have = in->label_i < labels.size() && labels[in->label_i].t_ms <= t;
+          add_row(have ? labels[in->label_i].value : std::string(kNoLabel), name, *interval, share);
+          break;
+        }
+        case CostGrouping::kProcess: add_process_rows(in->processes, prev.t_ms, t, name, *interval, share); break;
+      }
+    }
+    const double unallocated = mig_unallocated_share(allocated, total);
+    if (unallocated > 0) {
+      GpuState& st = part_state(gpu, gpu.cost.key + "/unallocated");
+      st.cost.mig_unallocated = true;
+      note_slices(st.cost, total - allocated, total);
+      if (const auto interval = cost_interval(prev, mig_unallocated_reading(cur), q_.rules)) {
+        add_part(st, *interval, unallocated, t);
+        if (q_.by != CostGrouping::kGpu) add_row(std::string(kUnallocatedRow), gpu_row_name(st.cost, true), *interval, unallocated);
+      }
+    }
+    return true;
+  }
+
+  // The entry of a part of a MIG GPU (an instance, its unallocated slices), created with the GPU's identity.
+  GpuState& part_state(const GpuState& gpu, const std::string& key) {
+    auto [it, fresh] = gpus_.try_emplace(key);
+    GpuState& st = it->second;
+    if (fresh) {
+      st.cost.key = key;
+      st.cost.gpu = gpu.cost.gpu;
+      st.cost.uuid = gpu.cost.uuid;
+      st.cost.host = gpu.cost.host;
+      st.cost.model = gpu.cost.model;
+    }
+    st.cost.price_source = gpu.cost.price_source;
+    st.cost.usd_per_hour = gpu.cost.usd_per_hour;
+    st.cost.mig_total_slices = gpu.cost.mig_total_slices;
+    return st;
+  }
+
+  static void note_slices(GpuCost& g, unsigned n, unsigned total) {
+    g.mig_total_slices = total;
+    if (g.mig_slices_max == 0 && g.mig_slices_min == 0) {
+      g.mig_slices_min = g.mig_slices_max = n;
+    } else {
+      g.mig_slices_min = std::min(g.mig_slices_min, n);
+      g.mig_slices_max = std::max(g.mig_slices_max, n);
+    }
+  }
+
+  void add_part(GpuState& st, const CostInterval& interval, double share, std::int64_t t) {
+    st.cost.totals.add(interval, q_.rules, share);
+    st.cost.held_seconds += interval.seconds;
+    if (t > q_.to_ms - q_.projection_span_ms) st.cost.recent_dollars += interval.dollars.value_or(0) * share;
+    if (st.cost.first_ms == 0) st.cost.first_ms = t;
+    st.cost.last_ms = t;
+  }
+
+  void add_process_rows(std::vector<std::pair<std::string, std::pair<Cursor, Cursor>>>& processes, std::int64_t after,
+                        std::int64_t t, const std::string& gpu_name, const CostInterval& interval, double share) {
+    std::vector<ProcessUse> uses;
+    std::vector<const std::string*> present;
+    for (auto& [name, cursors] : processes) {
+      auto mem = cursors.first.within(after, t);
+      auto smu = cursors.second.within(after, t);
+      if (!mem && !smu) continue;
+      uses.push_back({smu ? std::optional<double>(*smu * 100.0) : std::nullopt, mem});
+      present.push_back(&name);
+    }
+    if (uses.empty()) {
+      add_row(std::string(kNoProcess), gpu_name, interval, share);
+      return;
+    }
+    const auto shares = process_shares(uses);
+    for (std::size_t i = 0; i < present.size(); ++i) add_row(*present[i], gpu_name, interval, share * shares[i]);
   }
 
   void add_row(const std::string& name, const std::string& gpu, const CostInterval& interval, double share) {
@@ -488,6 +677,18 @@ std::string with_commas(long long whole) {
 }
 
 }  // namespace
+
+std::string gpu_cost_name(const GpuCost& g, bool with_host) {
+  std::string name = g.gpu.empty() ? g.uuid : "GPU " + g.gpu;
+  if (g.mig_unallocated) {
+    name += " unallocated MIG slices " + slices_text(g.mig_slices_min, g.mig_slices_max, g.mig_total_slices);
+  } else if (!g.mig_instance.empty()) {
+    name += fmt::format(" MIG {} (GI {}", g.mig_profile.empty() ? "instance" : g.mig_profile, g.mig_instance);
+    if (g.mig_total_slices > 0) name += ", " + slices_text(g.mig_slices_min, g.mig_slices_max, g.mig_total_slices);
+    name += ")";
+  }
+  return with_host && !g.host.empty() ? g.host + " " + name : name;
+}
 
 std::string span_text(std::int64_t ms) {
   const double s = static_cast<double>(std::max<std::int64_t>(ms, 0)) / 1000.0;
@@ -531,7 +732,9 @@ std::vector<std::string> top_wasters(const CostReport& report, std::size_t limit
     const CostTotals& t = g->totals;
     if (t.seconds <= 0) continue;
     const double idle_share = t.idle_seconds / t.seconds;
-    const std::string span = span_text(static_cast<std::int64_t>(t.seconds * 1000.0));
+    // A MIG instance's seconds are its share of the GPU's: the span it was held is its wall time.
+    const double held = g->held_seconds > 0 ? g->held_seconds : t.seconds;
+    const std::string span = span_text(static_cast<std::int64_t>(held * 1000.0));
     std::vector<std::string> parts;
     if (idle_share >= kWasteWorthNaming) parts.push_back(fmt::format("idle {:.0f}% of {}", idle_share * 100.0, span));
     const double busy_sm_idle = t.busy_seconds > 0 ? 1.0 - t.working_seconds / t.busy_seconds : 0.0;
@@ -539,12 +742,13 @@ std::vector<std::string> top_wasters(const CostReport& report, std::size_t limit
       parts.push_back(fmt::format("SMs idle {:.0f}% of its busy time{}", busy_sm_idle * 100.0,
                                   parts.empty() ? " over " + span : std::string()));
     }
-    if (t.down_seconds > 0) parts.push_back(fmt::format("down {}", span_text(static_cast<std::int64_t>(t.down_seconds * 1000.0))));
+    if (t.down_seconds > 0) {
+      parts.push_back(fmt::format("down {}", span_text(static_cast<std::int64_t>(t.down_seconds / t.seconds * held * 1000.0))));
+    }
     if (parts.empty()) continue;
     std::string what;
     for (const auto& part : parts) what += (what.empty() ? "" : ", ") + part;
-    std::string line = fmt::format("{}{} ({}): {}", hosts.size() > 1 && !g->host.empty() ? g->host + " " : "",
-                                   g->gpu.empty() ? g->uuid : "GPU " + g->gpu, g->model, what);
+    std::string line = fmt::format("{} ({}): {}", gpu_cost_name(*g, hosts.size() > 1), g->model, what);
     if (t.priced_seconds > 0) line += fmt::format(", {} wasted", dollars_text(t.unused_dollars));
     out.push_back(std::move(line));
   }

@@ -53,7 +53,21 @@ struct GpuCost {
   std::int64_t first_ms = 0, last_ms = 0;  // readings seen
   double recent_dollars = 0;  // over the projection span
   UsagePeaks peaks;
+  // MIG. A GPU instance's entry (key host/UUID/mig<GPU_I_ID>): its slices' share of its GPU's time, weighed
+  // by its own activity; its peaks are the instance's. The unallocated slices' entry (key
+  // host/UUID/unallocated): what no instance held, idle. A GPU's own entry then has only its time outside
+  // MIG mode (`mig_split`: some of its time was split among instances).
+  std::string mig_instance;  // GPU_I_ID
+  std::string mig_profile;   // GPU_I_PROFILE
+  bool mig_unallocated = false;
+  bool mig_split = false;
+  unsigned mig_slices_min = 0, mig_slices_max = 0;  // the instance's (or unallocated) slices over the span
+  unsigned mig_total_slices = 0;
+  double held_seconds = 0;  // wall time held (an instance's totals count GPU-seconds: its share of them)
 };
+
+// "GPU 0", "GPU 0 MIG 3g.40gb (GI 2, 3/7)", "GPU 0 unallocated MIG slices 1/7", with the host first when asked.
+std::string gpu_cost_name(const GpuCost& g, bool with_host);
 
 struct CostRow {
   std::string name;              // "GPU 0", the process "1234 python (container)", the label value

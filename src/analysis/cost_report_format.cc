@@ -121,13 +121,19 @@ std::string csv_field(const std::string& s) {
   return out + '"';
 }
 
-std::string gpu_name(const GpuCost& g) { return g.gpu.empty() ? g.uuid : "GPU " + g.gpu; }
+std::string gpu_name(const GpuCost& g) { return gpu_cost_name(g, false); }
 
-// What right-sizing says of a GPU that was idle nearly all the time; none for the others.
-std::optional<std::string> release_text(const CostTotals& t) {
+// What right-sizing says of a GPU (or MIG instance) that was idle nearly all the time; none for the others.
+std::optional<std::string> release_text(const GpuCost& g) {
+  const CostTotals& t = g.totals;
   if (t.seconds <= 0 || t.idle_seconds / t.seconds < kMostlyIdle) return std::nullopt;
+  const double held = g.held_seconds > 0 ? g.held_seconds : t.seconds;  // an instance's seconds are its share's
+  const std::string span = span_text(static_cast<std::int64_t>(held * 1000.0));
+  if (g.mig_unallocated) {
+    return fmt::format("no instance on them for {}: create one for waiting work, or leave MIG mode", span);
+  }
   return fmt::format("idle {:.0f}% of {}: release it (right-sizing sizes work, and it did almost none)",
-                     t.idle_seconds / t.seconds * 100.0, span_text(static_cast<std::int64_t>(t.seconds * 1000.0)));
+                     t.idle_seconds / t.seconds * 100.0, span);
 }
 
 }  // namespace
@@ -169,7 +175,7 @@ std::string cost_text(const CostReport& r, const CostPresentation& p) {
   }
   bool any_sizing = false;
   for (std::size_t i = 0; i < r.gpus.size() && i < p.right_sizing.size(); ++i) {
-    const auto release = release_text(r.gpus[i].totals);
+    const auto release = release_text(r.gpus[i]);
     if (!p.right_sizing[i] && !release) continue;
     if (!any_sizing) out += "\nRight-sizing (the cheapest catalog GPU that carries the same peaks):\n";
     any_sizing = true;
@@ -211,7 +217,18 @@ nlohmann::json cost_json(const CostReport& r, const CostPresentation& p) {
                         {"totals", totals_json(g.totals)},
                         {"peaks", peaks_json(g.peaks)}};
     put(x, "usd_per_hour", g.usd_per_hour);
-    if (const auto release = release_text(g.totals)) {
+    x["name"] = gpu_cost_name(g, false);
+    if (!g.mig_instance.empty()) {
+      x["gpu_instance_id"] = g.mig_instance;
+      x["mig_profile"] = g.mig_profile;
+    }
+    if (!g.mig_instance.empty() || g.mig_unallocated) {
+      x["mig_unallocated"] = g.mig_unallocated;
+      x["mig_slices"] = g.mig_slices_max;
+      x["mig_total_slices"] = g.mig_total_slices;
+    }
+    x["held_seconds"] = g.held_seconds;  // wall time (a MIG part's totals count its share of GPU-seconds)
+    if (const auto release = release_text(g)) {
       x["right_sizing"] = {{"outcome", "release_idle"}, {"reasoning", *release}};
     } else if (i < p.right_sizing.size() && p.right_sizing[i]) {
       x["right_sizing"] = right_sizing_json(*p.right_sizing[i]);

@@ -9,6 +9,7 @@
 
 #include "analysis/cost_report_format.h"
 #include "analysis/diagnosis_report.h"
+#include "analysis/mig_right_sizing.h"
 #include "analysis/right_sizing.h"
 #include "cli/eval_verb.h"
 #include "cli/gpu_selector.h"
@@ -319,7 +320,7 @@ int run_cost(std::span<const std::string> args, const Invocation& inv) {
   if (q.catalog) {
     analysis::RightSizingOptions rs;
     rs.tier = q.tier;
-    for (const auto& g : report->gpus) p.right_sizing.push_back(analysis::right_size(g.peaks, *q.catalog, rs));
+    for (const auto& g : report->gpus) p.right_sizing.push_back(analysis::right_size_cost_entry(g, *q.catalog, rs));
   } else {
     p.notes.push_back("no price catalog found (--price-catalog): no right-sizing");
   }

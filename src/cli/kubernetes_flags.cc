@@ -31,16 +31,18 @@ void add_kubernetes_flags(CLI::App& app, KubernetesFlags& flags) {
   app.add_option("--kubernetes.refresh-interval", flags.refresh_interval,
                  "ask the kubelet this often, 1s to 1h (default 10s); off the reading and scrape path")
       ->type_name("DURATION");
-  // dcgm-exporter's flag, so its DaemonSet arguments carry over: GPUs are matched by UUID ("uid", its default).
-  app.add_option("--kubernetes-gpu-id-type", flags.gpu_id_type, "how the kubelet names GPUs: uid (the only one)")
-      ->type_name("uid");
+  // dcgm-exporter's flag, so its DaemonSet arguments carry over. Both namings are matched whatever it says:
+  // a UUID and a device name ("nvidia0") cannot be mistaken for each other.
+  app.add_option("--kubernetes-gpu-id-type", flags.gpu_id_type,
+                 "how the kubelet names GPUs: uid (NVIDIA's device plugin: GPU-/MIG- UUIDs) or device-name (GKE's: "
+                 "nvidia0, nvidia0/gi2); gpuscope matches both either way")
+      ->type_name("uid|device-name");
 }
 
 std::expected<std::optional<kubernetes::PodResourcesOptions>, std::string> select_kubernetes(const KubernetesFlags& flags) {
-  if (!flags.gpu_id_type.empty() && flags.gpu_id_type != "uid") {
-    return std::unexpected(fmt::format(
-        "invalid value '{}' for --kubernetes-gpu-id-type (uid only: GPUs are matched by UUID; device-name is not supported)",
-        flags.gpu_id_type));
+  if (!flags.gpu_id_type.empty() && flags.gpu_id_type != "uid" && flags.gpu_id_type != "device-name") {
+    return std::unexpected(
+        fmt::format("invalid value '{}' for --kubernetes-gpu-id-type (uid or device-name)", flags.gpu_id_type));
   }
   if (!flags.enabled) {
     if (!flags.socket.empty() || !flags.refresh_interval.empty()) {

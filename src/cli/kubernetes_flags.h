@@ -17,7 +17,7 @@ struct KubernetesFlags {
   bool enabled = false;
   std::string socket;            // empty: the kubelet's default place
   std::string refresh_interval;  // empty: the default
-  std::string gpu_id_type;       // dcgm-exporter's --kubernetes-gpu-id-type: "uid" (the only one) or empty
+  std::string gpu_id_type;       // dcgm-exporter's --kubernetes-gpu-id-type: "uid", "device-name" or empty (both are matched)
 };
 
 void add_kubernetes_flags(CLI::App& app, KubernetesFlags& flags);

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <ostream>
 #include <unordered_map>
 #include <vector>
@@ -22,7 +23,7 @@ std::expected<PmonOptions, ParseExit> parse_pmon_args(std::span<const std::strin
       "pmon",
       "Print one row per process per GPU every -d seconds, like nvidia-smi pmon: its type (C compute,\n"
       "G graphics, C+G), with -s u its SM, memory, encoder, decoder, JPEG and OFA utilization (%), with\n"
-      "-s m its device memory (fb, MiB; ccpm, its confidential-compute memory, is not read yet: '-').\n"
+      "-s m its device memory (fb, MiB) and its confidential-compute protected memory (ccpm, MiB).\n"
       "'-' marks a figure NVML had no sample for in the interval (an idle process); a GPU without\n"
       "processes gets one row of '-'.",
       "  gpuscope pmon -c 5\n  gpuscope pmon -s um -o DT -f procs.log\n"
@@ -89,6 +90,7 @@ int run_pmon(std::span<const std::string> args, const Invocation& inv) {
   long long sets = 0;
   auto next = std::chrono::steady_clock::now();
   std::string text = table.header(options->time);
+  const bool wants_memory = options->groups.find('m') != std::string::npos;
   while (true) {
     const model::Snapshot snapshot = backend.sample();
     const auto views = views_of(gpus, snapshot, *selected);
@@ -100,6 +102,9 @@ int run_pmon(std::span<const std::string> args, const Invocation& inv) {
       std::vector<exporter::PmonProcessRow> rows;
       if (sample.up && !sample.processes.empty()) {
         const auto engines = backend.process_engines(gpu, last_seen_us[gpu]);
+        // ccpm: one more call per GPU, only when -s m shows it; '-' where the driver cannot say.
+        const auto protected_memory = wants_memory ? backend.process_protected_memory(gpu)
+                                                   : std::expected<std::map<unsigned, std::uint64_t>, int>{};
         std::unordered_map<unsigned, const nvml::ProcessEngineSample*> newest;
         for (const auto& e : engines.samples) {
           auto& slot = newest[e.pid];
@@ -120,6 +125,11 @@ int run_pmon(std::span<const std::string> args, const Invocation& inv) {
             row.ofa = e.ofa;
           }
           if (p.used_memory_bytes) row.fb_mib = static_cast<double>(*p.used_memory_bytes) / (1024.0 * 1024.0);
+          if (protected_memory) {
+            if (auto it = protected_memory->find(p.pid); it != protected_memory->end()) {
+              row.ccpm_mib = static_cast<double>(it->second) / (1024.0 * 1024.0);
+            }
+          }
           row.command = model::printable_text(p.identity.name);
           rows.push_back(std::move(row));
         }

@@ -21,6 +21,7 @@ constexpr std::string_view kExample =
     "  gpuscope query --query-gpu=timestamp,index,power.draw --format=csv,noheader,nounits -l 5 >> power.csv\n"
     "  gpuscope query --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=json\n"
     "  gpuscope query -q -i 0            # nvidia-smi -q's report; --format=json for the same tree as JSON\n"
+    "  gpuscope query --query-retired-pages=gpu_uuid,retired_pages.address,retired_pages.cause --format=csv\n"
     "  gpuscope query --query-mig=gpu_index,mig.index,profile,memory.used,sm_active --format=csv\n"
     "  gpuscope --simulate query --query-gpu=index,utilization.gpu,DCGM_FI_PROF_SM_ACTIVE   # anywhere";
 
@@ -118,6 +119,12 @@ std::expected<QueryOptions, ParseExit> parse_query_args(std::span<const std::str
                   "gpu_serial, gpu_uuid, remapped_rows.* (correctable[_inactive], uncorrectable[_inactive], "
                   "pending, failure, histogram.max|high|partial|low|none)")
       ->type_name("NAMES");
+  std::string retired_names;
+  app->add_option("--query-retired-pages", retired_names,
+                  "comma-separated retired-page fields, one row per retired page: timestamp, gpu_name, gpu_bus_id, "
+                  "gpu_serial, gpu_uuid, retired_pages.address, retired_pages.timestamp, retired_pages.cause "
+                  "(pre-Ampere GPUs only; Ampere and newer remap rows instead and list none)")
+      ->type_name("NAMES");
   std::string mig_names;
   app->add_option("--query-mig", mig_names,
                   "comma-separated MIG device fields, one row per MIG device of each GPU in MIG mode "
@@ -157,10 +164,12 @@ std::expected<QueryOptions, ParseExit> parse_query_args(std::span<const std::str
   const bool has_apps = app->count("--query-compute-apps") > 0;
   const bool has_remap = app->count("--query-remapped-rows") > 0;
   const bool has_mig = app->count("--query-mig") > 0;
+  const bool has_retired = app->count("--query-retired-pages") > 0;
   std::vector<std::string_view> asked;
   if (has_gpu) asked.push_back("--query-gpu");
   if (has_apps) asked.push_back("--query-compute-apps");
   if (has_remap) asked.push_back("--query-remapped-rows");
+  if (has_retired) asked.push_back("--query-retired-pages");
   if (has_mig) asked.push_back("--query-mig");
   if (full) {
     if (!asked.empty()) return std::unexpected(usage(fmt::format("-q and {} cannot be combined", asked.front())));
@@ -172,8 +181,8 @@ std::expected<QueryOptions, ParseExit> parse_query_args(std::span<const std::str
     options.json = app->count("--format") > 0;
   } else if (asked.size() != 1) {
     return std::unexpected(usage(
-        asked.empty() ? std::string("query needs --query-gpu=NAMES, --query-compute-apps=NAMES, --query-remapped-rows=NAMES "
-                                    "or --query-mig=NAMES")
+        asked.empty() ? std::string("query needs --query-gpu=NAMES, --query-compute-apps=NAMES, --query-remapped-rows=NAMES, "
+                                    "--query-retired-pages=NAMES or --query-mig=NAMES")
                       : fmt::format("{} and {} cannot be combined", asked[0], asked[1])));
   }
   if (has_gpu) {
@@ -193,6 +202,16 @@ std::expected<QueryOptions, ParseExit> parse_query_args(std::span<const std::str
                     : fmt::format("unknown field '{}' in --query-remapped-rows", columns.error().name)));
     }
     options.gpu_columns = std::move(*columns);
+  } else if (has_retired) {
+    auto columns = exporter::parse_retired_pages_query(retired_names);
+    if (!columns) {
+      return std::unexpected(
+          usage(columns.error().name.empty()
+                    ? std::string("empty field name in --query-retired-pages")
+                    : fmt::format("unknown field '{}' in --query-retired-pages", columns.error().name)));
+    }
+    options.retired_columns = std::move(*columns);
+    options.retired = true;
   } else if (has_mig) {
     auto columns = exporter::parse_mig_query(mig_names);
     if (!columns) {
@@ -256,14 +275,18 @@ int run_query(std::span<const std::string> args, const Invocation& inv) {
   if (options->loop && inv.handle_signals) install_stop_handlers();
   if (!options->json && options->csv.header && !options->full) {
     // Once, not per reading: a log appended to with -l stays one table.
-    inv.out << (options->apps  ? exporter::compute_apps_csv_header(options->app_columns)
-                : options->mig ? exporter::mig_query_csv_header(options->mig_columns)
-                               : exporter::gpu_query_csv_header(options->gpu_columns));
+    inv.out << (options->apps      ? exporter::compute_apps_csv_header(options->app_columns)
+                : options->mig     ? exporter::mig_query_csv_header(options->mig_columns)
+                : options->retired ? exporter::retired_pages_csv_header(options->retired_columns)
+                                   : exporter::gpu_query_csv_header(options->gpu_columns));
   }
   std::vector<bool> process_error_reported(gpus.size(), false);
   // The names beyond the catalog (pci.domain, inforom.*, ecc.errors.*.sram, ...) cost ~70 more NVML
   // calls per GPU: read only when one of them was asked for, once per GPU per reading.
-  const bool read_details = !options->apps && !options->mig && exporter::needs_details(options->gpu_columns);
+  const bool read_details =
+      !options->apps && !options->mig && !options->retired && exporter::needs_details(options->gpu_columns);
+  std::vector<bool> retired_error_reported(gpus.size(), false);
+  std::vector<model::RetiredPagesReading> retired;
   std::vector<model::GpuDetails> details;
   auto next = std::chrono::steady_clock::now();
   while (true) {
@@ -274,7 +297,26 @@ int run_query(std::span<const std::string> args, const Invocation& inv) {
     if (read_details) {
       for (const std::size_t i : *selected) details.push_back(backend.details(i));
     }
-    if (options->mig) {
+    if (options->retired) {
+      retired.clear();
+      for (const std::size_t i : *selected) retired.push_back(backend.retired_pages(i));
+      for (std::size_t k = 0; k < retired.size() && !options->json; ++k) {
+        // NOT_SUPPORTED is the answer of every GPU that remaps rows instead: its empty list is the truth,
+        // not a failure worth a line on stderr.
+        const int code = retired[k].error;
+        if (code != 0 && code != NVML_ERROR_NOT_SUPPORTED && !retired_error_reported[(*selected)[k]]) {
+          retired_error_reported[(*selected)[k]] = true;
+          inv.err << fmt::format("gpuscope: cannot list the retired pages of GPU {}: {}\n", views[k].info.index,
+                                 exporter::nvml_error_text(code));
+        }
+      }
+      if (options->json) {
+        inv.out << exporter::json_line(exporter::retired_pages_json(options->retired_columns, context, views, retired))
+                << '\n';
+      } else {
+        inv.out << exporter::retired_pages_csv_rows(options->retired_columns, context, views, retired);
+      }
+    } else if (options->mig) {
       if (options->json) {
         inv.out << exporter::json_line(exporter::mig_query_json(options->mig_columns, context, views)) << '\n';
       } else {

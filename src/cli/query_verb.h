@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/invocation.h"
+#include "export/retired_pages_query.h"
 #include "export/compute_apps_query.h"
 #include "export/gpu_query.h"
 #include "export/gpu_query_csv.h"
@@ -23,6 +24,8 @@ struct QueryOptions {
   bool apps = false;                             // which of the two was asked for
   std::vector<const exporter::MigColumn*> mig_columns;  // --query-mig (gpuscope's own)
   bool mig = false;
+  std::vector<exporter::RetiredPageColumn> retired_columns;  // --query-retired-pages
+  bool retired = false;
   bool full = false;                             // -q: nvidia-smi -q's report instead of either
   bool json = false;
   exporter::CsvStyle csv;

@@ -31,6 +31,15 @@ struct ProcessCostCounter {
   std::string container_id;
   std::optional<double> memory_bytes;  // the processes holding the most get series, as for the gauges
   double dollars = 0;
+  std::optional<unsigned> gpu_instance_id{};  // MIG: a process of this GPU instance (its labels)
+};
+
+// One MIG GPU instance's dollar counters: its slices' share of the GPU's time (energy stays the GPU's).
+struct MigInstanceCostCounters {
+  unsigned gpu_instance_id = 0;
+  std::string profile;                          // GPU_I_PROFILE
+  std::optional<model::KubernetesPod> pod;      // --kubernetes: who holds it
+  double dollars = 0, idle_dollars = 0, unused_dollars = 0;
 };
 
 // One GPU's counters. An absent counter has no series (never a 0 that would read as "free" or "cool").
@@ -42,6 +51,9 @@ struct GpuCostCounters {
   std::optional<double> energy_joules;   // absent: neither an energy counter nor a power reading
   std::optional<double> energy_dollars;  // absent: no energy price (or no energy)
   std::vector<ProcessCostCounter> processes;  // the GPU's processes at the last reading (priced GPUs only)
+  // MIG mode: the GPU instances of the last reading (priced GPUs only). The GPU's own dollar counters
+  // are then what no instance holds (its unallocated slices), so a sum over the node counts each dollar once.
+  std::vector<MigInstanceCostCounters> mig_instances;
 };
 
 struct CostCounters {
@@ -51,7 +63,8 @@ struct CostCounters {
 
 // Writes the cost families on the GPU labels (without hpc_job: one series per GPU, whatever jobs share
 // it), dollars with the `tier` label of options.price_tier; processes bounded by
-// options.max_processes_per_gpu.
+// options.max_processes_per_gpu. A MIG instance's dollars (and its processes') carry GPU_I_PROFILE,
+// GPU_I_ID and the pod labels of its holder, as its DCGM series.
 void write_cost_metrics(ExpositionWriter& writer, const CostCounters& counters, std::span<const model::GpuInfo> gpus,
                         const model::SystemInfo& system, const MetricSet& set, const GpuMetricsOptions& options);
 

@@ -71,11 +71,15 @@ void write_processes(ExpositionWriter& w, const std::vector<GpuRow>& rows, const
       extra.add("pid", std::to_string(ps[i]->pid))
           .add("process_name", ps[i]->identity.name)
           .add("container_id", ps[i]->identity.container_id);
-      // A process in a MIG instance has the instance's labels (GPU_I_PROFILE, GPU_I_ID, its container's).
+      // In a Kubernetes pod: its UID from the process's cgroup, its own whatever the GPU's pod labels say (a
+      // GPU several pods share names one of them); kube-state-metrics' kube_pod_info{uid} gives its name.
+      if (!ps[i]->identity.pod_uid.empty()) extra.add("pod_uid", ps[i]->identity.pod_uid);
+      // A process in a MIG instance has the instance's labels (GPU_I_PROFILE, GPU_I_ID, its container's,
+      // none where the instance is time-sliced among several containers).
       const std::string* labels = &r.labels;
       if (const auto* instance = mig_instance_of(*r.sample, *ps[i])) {
         const auto m = std::ranges::find(r.mig, instance, &MigRow::instance);
-        if (m != r.mig.end()) labels = &m->labels;
+        if (m != r.mig.end()) labels = &m->process_labels;
       }
       kept.push_back({*labels + "," + extra.text(), ps[i]});
     }

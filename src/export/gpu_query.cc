@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
+#include "export/smi_field_order.h"
 #include "export/timestamp_text.h"
 
 namespace gpuscope::exporter {
@@ -167,27 +170,49 @@ int identity_error(IdentityColumn column, const GpuView& gpu) {
 }
 
 std::string gpu_query_help() {
-  const auto spellings = [](std::string_view name) {
-    std::string out = fmt::format("\"{}\"", name);
+  // Each name with its other spellings, listed in nvidia-smi's order under the spelling nvidia-smi lists
+  // first; gpuscope's names that nvidia-smi does not list come after.
+  struct HelpEntry {
+    std::vector<std::string_view> spellings;
+    std::string text;
+    std::size_t rank = SIZE_MAX;
+  };
+  std::vector<HelpEntry> entries;
+  const auto add = [&entries](std::string_view name, std::string text) {
+    HelpEntry e{{name}, std::move(text)};
     for (const auto& [alias, real] : FieldCatalog::smi_aliases()) {
-      if (real == name) out += fmt::format(" or \"{}\"", alias);
+      if (real == name) e.spellings.push_back(alias);
     }
     for (const auto& [alias, real] : detail_aliases()) {
-      if (real == name) out += fmt::format(" or \"{}\"", alias);
+      if (real == name) e.spellings.push_back(alias);
     }
-    return out;
+    for (std::size_t k = 0; k < e.spellings.size(); ++k) {
+      const auto rank = smi_query_gpu_rank(e.spellings[k]);
+      if (rank && *rank < e.rank) {
+        e.rank = *rank;
+        std::rotate(e.spellings.begin(), e.spellings.begin() + static_cast<std::ptrdiff_t>(k),
+                    e.spellings.begin() + static_cast<std::ptrdiff_t>(k) + 1);
+      }
+    }
+    entries.push_back(std::move(e));
   };
-  std::string out = "List of valid properties to query for the switch \"--query-gpu=\":\n\n";
-  for (const auto& id : kIdentityNames) out += fmt::format("{}\n{}\n\n", spellings(id.name), id.help);
+  for (const auto& id : kIdentityNames) add(id.name, std::string(id.help));
   for (const auto& def : FieldCatalog::all()) {
     if (def.smi_name.empty()) continue;
-    out += fmt::format("{}\n{}{}\n\n", spellings(def.smi_name), def.help,
-                       def.dcgm_name.empty() ? std::string() : fmt::format(" (also {})", def.dcgm_name));
+    add(def.smi_name, fmt::format("{}{}", def.help,
+                                  def.dcgm_name.empty() ? std::string() : fmt::format(" (also {})", def.dcgm_name)));
   }
   for (const DetailColumn column : detail_columns()) {
     const std::string_view unit = detail_column_unit(column);
-    out += fmt::format("{}\n{}{}\n\n", spellings(detail_column_name(column)), detail_column_help(column),
-                       unit.empty() ? std::string() : fmt::format(" In {}.", unit));
+    add(detail_column_name(column), fmt::format("{}{}", detail_column_help(column),
+                                                unit.empty() ? std::string() : fmt::format(" In {}.", unit)));
+  }
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const HelpEntry& a, const HelpEntry& b) { return a.rank < b.rank; });
+  std::string out = "List of valid properties to query for the switch \"--query-gpu=\":\n\n";
+  for (const auto& e : entries) {
+    for (std::size_t k = 0; k < e.spellings.size(); ++k) out += fmt::format("{}\"{}\"", k > 0 ? " or " : "", e.spellings[k]);
+    out += fmt::format("\n{}\n\n", e.text);
   }
   out += "Beyond nvidia-smi's names, these DCGM names of gpuscope's catalog are columns too:\n\n";
   for (const auto& def : FieldCatalog::all()) {

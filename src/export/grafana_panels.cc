@@ -32,6 +32,15 @@ namespace {
 constexpr std::string_view kGpuLegend = "GPU {{gpu}} {{Hostname}}";
 constexpr std::string_view kJobLegend = "{{training_job}} {{Hostname}}";
 constexpr std::string_view kRankLegend = "{{training_job}} rank {{rank}} {{Hostname}}";
+// A GPU in MIG mode has its memory and profiling fields only per GPU instance (GPU_I_PROFILE, GPU_I_ID, as
+// dcgm-exporter): panels of those fields draw whole GPUs and instances as separate queries, each with its
+// legend. A missing label matches "", so GPU_I_ID="" selects whole GPUs on gpuscope and dcgm-exporter alike.
+constexpr std::string_view kWholeGpu = "GPU_I_ID=\"\"";
+constexpr std::string_view kMigInstance = "GPU_I_ID!=\"\"";
+constexpr std::string_view kInstanceLegend = "GPU {{gpu}} MIG {{GPU_I_PROFILE}} #{{GPU_I_ID}} {{Hostname}}";
+// The rule pack's idle test (GpuIdle) per MIG instance: SM active under 5 %, at most 1 GiB held.
+constexpr double kIdleSmActive = 0.05;
+constexpr double kIdleMemoryMiB = 1024;
 
 // Temperatures: 75 °C is where an H100/A100 in a well-cooled chassis should stay under load; 85 °C is
 // the rule pack's GpuTemperatureHigh (clocks start to drop a few degrees above).
@@ -67,6 +76,18 @@ std::string host(std::string_view metric) {
 }
 
 std::string legend(std::string_view prefix) { return fmt::format("{} {}", prefix, kGpuLegend); }
+std::string instance_legend(std::string_view prefix) { return fmt::format("{} {}", prefix, kInstanceLegend); }
+
+// A field's whole-GPU series and its MIG instances' series, as two queries (whole GPUs first).
+std::vector<PanelQuery> whole_and_instances(std::string_view metric, std::string_view prefix = "") {
+  return {range_query(gpu(metric, kWholeGpu), prefix.empty() ? std::string(kGpuLegend) : legend(prefix)),
+          range_query(gpu(metric, kMigInstance),
+                      prefix.empty() ? std::string(kInstanceLegend) : instance_legend(prefix))};
+}
+
+std::string fb_used_ratio(std::string_view selector) {
+  return fmt::format("{0} / ({0} + {1})", gpu("DCGM_FI_DEV_FB_USED", selector), gpu("DCGM_FI_DEV_FB_FREE", selector));
+}
 
 ThresholdStep base(std::string color) { return {std::nullopt, std::move(color)}; }
 ThresholdStep from(double value, std::string color) { return {value, std::move(color)}; }
@@ -161,9 +182,11 @@ DashboardRow throughput() {
   lie.description =
       "GPU utilization (nvidia-smi's number) only says a kernel was running; SM active (dashed) says what fraction of "
       "the SMs worked. 100 % utilization at 20 % SM active is a GPU mostly waiting.";
-  lie.queries = {range_query(gpu("DCGM_FI_DEV_GPU_UTIL") + " / 100", legend("utilization")),
-                 range_query(gpu("DCGM_FI_PROF_SM_ACTIVE"), legend("SM active"))};
-  lie.series_styles = {dashed("B")};
+  lie.description +=
+      " A GPU in MIG mode has no utilization: its instances' SM active (C) each count on their own SMs.";
+  lie.queries = {range_query(gpu("DCGM_FI_DEV_GPU_UTIL") + " / 100", legend("utilization"))};
+  for (PanelQuery& q : whole_and_instances("DCGM_FI_PROF_SM_ACTIVE", "SM active")) lie.queries.push_back(std::move(q));
+  lie.series_styles = {dashed("B"), dashed("C")};
   lie.min = 0;
   lie.max = 1;
   row.panels.push_back(std::move(lie));
@@ -173,7 +196,7 @@ DashboardRow throughput() {
       "How much of the reported utilization is not SM work. Above {:.0f} %: small kernels, launch overhead or "
       "waiting inside kernels (see the Diagnosis row).",
       kUtilizationLieWarn * 100);
-  gap.queries = {range_query(gpu("DCGM_FI_DEV_GPU_UTIL") + " / 100 - " + gpu("DCGM_FI_PROF_SM_ACTIVE"),
+  gap.queries = {range_query(gpu("DCGM_FI_DEV_GPU_UTIL") + " / 100 - " + gpu("DCGM_FI_PROF_SM_ACTIVE", kWholeGpu),
                              std::string(kGpuLegend))};
   gap.thresholds = {base("green"), from(kUtilizationLieWarn, "orange"), from(kUtilizationLieBad, "red")};
   gap.draw_thresholds = true;
@@ -183,7 +206,7 @@ DashboardRow throughput() {
   occupancy.description =
       "Resident warps over the maximum the SMs hold. Low with high SM active is normal for large GEMMs; low with low "
       "SM active: too few blocks or threads per launch.";
-  occupancy.queries = {range_query(gpu("DCGM_FI_PROF_SM_OCCUPANCY"), std::string(kGpuLegend))};
+  occupancy.queries = whole_and_instances("DCGM_FI_PROF_SM_OCCUPANCY");
   occupancy.min = 0;
   occupancy.max = 1;
   row.panels.push_back(std::move(occupancy));
@@ -192,7 +215,7 @@ DashboardRow throughput() {
   tensor.description =
       "Fraction of cycles the tensor pipes worked. Near zero on a busy training GPU: FP32 math where bf16/fp16 "
       "(autocast) or TF32 would use the tensor cores.";
-  tensor.queries = {range_query(gpu("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"), std::string(kGpuLegend))};
+  tensor.queries = whole_and_instances("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE");
   tensor.min = 0;
   tensor.max = 1;
   row.panels.push_back(std::move(tensor));
@@ -205,8 +228,10 @@ DashboardRow bottlenecks() {
   pcie.description =
       "Host-to-GPU traffic (right axis) over the GPU's memory activity (left). PCIe busy while DRAM idles: the GPU "
       "waits for its input (pin memory, more loader workers, prefetch). DRAM near 100 %: memory-bound kernels.";
-  pcie.queries = {range_query(gpu("DCGM_FI_PROF_PCIE_RX_BYTES"), legend("PCIe RX")),
-                  range_query(gpu("DCGM_FI_PROF_DRAM_ACTIVE"), legend("DRAM active"))};
+  pcie.queries = {range_query(gpu("DCGM_FI_PROF_PCIE_RX_BYTES"), legend("PCIe RX"))};
+  for (PanelQuery& q : whole_and_instances("DCGM_FI_PROF_DRAM_ACTIVE", "DRAM active")) {
+    pcie.queries.push_back(std::move(q));
+  }
   SeriesStyle rx;
   rx.ref_id = "A";
   rx.unit = "Bps";
@@ -215,7 +240,9 @@ DashboardRow bottlenecks() {
   SeriesStyle dram;
   dram.ref_id = "B";
   dram.axis_label = "DRAM active";
-  pcie.series_styles = {rx, dram};
+  SeriesStyle instance_dram = dram;
+  instance_dram.ref_id = "C";
+  pcie.series_styles = {rx, dram, instance_dram};
   pcie.min = 0;
   row.panels.push_back(std::move(pcie));
 
@@ -256,14 +283,75 @@ DashboardRow bottlenecks() {
 
   auto memory = panel(PanelKind::kTimeSeries, "GPU memory used", "percentunit", 12, 8);
   memory.description =
-      "Framebuffer used over total. A steady climb across epochs is a leak; near the top, the next allocation fails.";
-  memory.queries = {range_query(
-      fmt::format("{0} / ({0} + {1})", gpu("DCGM_FI_DEV_FB_USED"), gpu("DCGM_FI_DEV_FB_FREE")), std::string(kGpuLegend))};
+      "Framebuffer used over total. A steady climb across epochs is a leak; near the top, the next allocation fails. "
+      "A GPU in MIG mode: each instance over its own memory.";
+  memory.queries = {range_query(fb_used_ratio(kWholeGpu), std::string(kGpuLegend)),
+                    range_query(fb_used_ratio(kMigInstance), std::string(kInstanceLegend))};
   memory.thresholds = {base("green"), from(kMemoryNearlyFull, "red")};
   memory.draw_thresholds = true;
   memory.min = 0;
   memory.max = 1;
   row.panels.push_back(std::move(memory));
+  return row;
+}
+
+// GPUs in MIG mode: how they are split, how busy each instance and each MIG GPU is, and which instances sit
+// idle (and who holds them). Empty on GPUs without MIG, and on dcgm-exporter for the gpuscope_mig_* series.
+DashboardRow mig_row() {
+  DashboardRow row{"MIG", {}};
+  auto count = panel(PanelKind::kBarGauge, "MIG instances per GPU", "none", 6, 8);
+  count.description =
+      "GPU instances on each GPU in MIG mode (gpuscope only: gpuscope_mig_instance_slices). A GPU that is not "
+      "listed is not in MIG mode.";
+  count.queries = {instant_query(fmt::format("count by (Hostname, gpu) ({})", gpu("gpuscope_mig_instance_slices")),
+                                 std::string(kGpuLegend))};
+  count.no_value = "no MIG";
+  row.panels.push_back(std::move(count));
+
+  auto weighted = panel(PanelKind::kTimeSeries, "SM active per MIG GPU", "percentunit", 9, 8);
+  weighted.description =
+      "Each GPU in MIG mode as one number: its instances' SM active weighted by their SMs "
+      "(gpuscope_mig_instance_sms), comparable with a whole GPU's SM active.";
+  weighted.queries = {range_query(
+      fmt::format("sum by (Hostname, gpu) ({0} * on (Hostname, gpu, GPU_I_ID) group_left () {1}) / sum by (Hostname, "
+                  "gpu) ({1} and on (Hostname, gpu, GPU_I_ID) {0})",
+                  gpu("DCGM_FI_PROF_SM_ACTIVE", kMigInstance), gpu("gpuscope_mig_instance_sms")),
+      std::string(kGpuLegend))};
+  weighted.min = 0;
+  weighted.max = 1;
+  row.panels.push_back(std::move(weighted));
+
+  auto sm = panel(PanelKind::kTimeSeries, "SM active per MIG instance", "percentunit", 9, 8);
+  sm.description = "Fraction of each instance's own SMs that worked.";
+  sm.queries = {range_query(gpu("DCGM_FI_PROF_SM_ACTIVE", kMigInstance), std::string(kInstanceLegend))};
+  sm.min = 0;
+  sm.max = 1;
+  row.panels.push_back(std::move(sm));
+
+  auto memory = panel(PanelKind::kTimeSeries, "Memory used per MIG instance", "percentunit", 12, 8);
+  memory.description =
+      "Each instance's framebuffer used over its own total (the rule pack's GpuMemoryNearlyFull, per instance).";
+  memory.queries = {range_query(fb_used_ratio(kMigInstance), std::string(kInstanceLegend))};
+  memory.thresholds = {base("green"), from(kMemoryNearlyFull, "red")};
+  memory.draw_thresholds = true;
+  memory.min = 0;
+  memory.max = 1;
+  row.panels.push_back(std::move(memory));
+
+  auto idle = panel(PanelKind::kTable, "Idle MIG instances over the time range", "none", 12, 8);
+  idle.description = fmt::format(
+      "Instances whose SMs stayed under {:.0f} % active with at most {:.0f} MiB held over the whole time range "
+      "(the rule pack's GpuIdle, per instance), with the pod that holds each; the value is its compute slices (of 7, "
+      "4 on an A30): its share of the GPU's price.",
+      kIdleSmActive * 100, kIdleMemoryMiB);
+  idle.queries = {table_query(fmt::format(
+      "{} and on (Hostname, gpu, GPU_I_ID) max_over_time({}[$__range]) < {} and on (Hostname, gpu, GPU_I_ID) "
+      "max_over_time({}[$__range]) <= {}",
+      gpu("gpuscope_mig_instance_slices"), gpu("DCGM_FI_PROF_SM_ACTIVE", kMigInstance), kIdleSmActive,
+      gpu("DCGM_FI_DEV_FB_USED", kMigInstance), kIdleMemoryMiB))};
+  idle.hidden_columns = {"Time", "__name__", "job", "instance"};
+  idle.no_value = "no idle instance";
+  row.panels.push_back(std::move(idle));
   return row;
 }
 
@@ -402,7 +490,7 @@ DashboardRow training() {
 }  // namespace
 
 std::vector<DashboardRow> dashboard_rows() {
-  return {health(), throughput(), bottlenecks(), cost(), diagnosis(), training()};
+  return {health(), throughput(), bottlenecks(), mig_row(), cost(), diagnosis(), training()};
 }
 
 std::span<const std::string_view> diagnosis_verdict_codes() { return kVerdicts; }

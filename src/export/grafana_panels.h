@@ -1,4 +1,4 @@
-// What gpuscope's Grafana dashboard shows: its rows "by failure mode" (health, throughput, bottlenecks,
+// What gpuscope's Grafana dashboard shows: its rows "by failure mode" (health, throughput, bottlenecks, MIG,
 // cost, diagnosis, training), each panel's queries, units and thresholds. Layout and Grafana's JSON are
 // grafana_dashboard.h's; this file only says what to look at and why.
 #pragma once

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "export/mig_instance_rows.h"
+
 namespace gpuscope::exporter {
 
 bool exports_per_mig_instance(const model::GpuSample& sample) {
@@ -21,14 +23,13 @@ std::vector<MigRow> mig_rows(const model::GpuInfo& info, const model::GpuSample&
   std::vector<MigRow> rows;
   if (!exports_per_mig_instance(sample)) return rows;
   rows.reserve(sample.mig_instances.size());
+  const auto firsts = gpu_instances_of(sample);
   for (const auto& instance : sample.mig_instances) {
-    std::string labels = gpu_labels(info, system, set, options, &instance).text();
-    labels += pod_label_text(instance.kubernetes_pod);
-    labels += suffix;
-    const bool first = std::ranges::none_of(rows, [&](const MigRow& r) {
-      return r.instance->gpu_instance_id == instance.gpu_instance_id;
-    });
-    rows.push_back({&instance, std::move(labels), first});
+    const std::string base = gpu_labels(info, system, set, options, &instance).text();
+    std::string labels = base + pod_label_text(instance.kubernetes_pod) + std::string(suffix);
+    std::string process_labels = instance.kubernetes_shared ? base + std::string(suffix) : labels;
+    const bool first = std::ranges::find(firsts, &instance) != firsts.end();
+    rows.push_back({&instance, std::move(labels), first, std::move(process_labels)});
   }
   return rows;
 }

@@ -26,6 +26,9 @@ struct MigRow {
   const model::MigInstanceSample* instance;
   std::string labels;
   bool first_of_gpu_instance = true;
+  // The labels of the processes in it: `labels`, less the pod labels where several containers time-slice the
+  // MIG device (its pod labels name one of them, which may not be the process's).
+  std::string process_labels;
 };
 
 // Whether the GPU's instance fields go per MIG instance: MIG mode is on and it has MIG devices. A GPU in
@@ -34,7 +37,8 @@ bool exports_per_mig_instance(const model::GpuSample& sample);
 
 // The rows of the sample's MIG devices, in index order: the GPU's labels with GPU_I_PROFILE and GPU_I_ID where
 // dcgm-exporter puts them (after modelName), the instance's own pod labels, then `suffix` (the hpc_job
-// label, or empty). Empty unless exports_per_mig_instance.
+// label, or empty). Empty unless exports_per_mig_instance. first_of_gpu_instance is gpu_instances_of's
+// choice (mig_instance_rows.h), the row the views show for the GPU instance.
 std::vector<MigRow> mig_rows(const model::GpuInfo& info, const model::GpuSample& sample,
                              const model::SystemInfo& system, const MetricSet& set, const GpuMetricsOptions& options,
                              std::string_view suffix);

@@ -33,7 +33,7 @@ std::string nvml_error_text(int code) {
     case 23: return "Ran out of critical resources, other than memory";
     case 24: return "Frequency not supported";
     case 25: return "Argument Version Mismatch";
-    case 26: return "Deprecated";
+    case 26: return "Requested functionality has been deprecated";  // what nvidia-smi 580 prints for it
     case 27: return "Not Ready";
     case 999: return "Unknown Error";
     default: return fmt::format("NVML error {}", code);

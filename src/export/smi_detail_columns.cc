@@ -559,8 +559,6 @@ DetailCell detail_cell(DetailColumn column, const model::GpuDetails& details) { 
 
 std::string detail_error_text(int code) {
   if (code == kSdcNotSupported || code == kSdcFunctionNotFound) return "[N/A]";
-  // nvidia-smi's wording, longer than nvml_error_text's "Deprecated".
-  if (code == kSdcDeprecated) return "[Requested functionality has been deprecated]";
   return fmt::format("[{}]", nvml_error_text(code));
 }
 

@@ -76,7 +76,9 @@ std::vector<SmiQNode> board_nodes(const SmiQGpu& g) {
       sq_section("Driver Model", "driver_model", sq_pair(d.driver_model, "current_dm", "pending_dm", sq_driver_model)));
   out.push_back(sq_identity("Serial Number", "serial", info.serial));
   out.push_back(sq_identity("GPU UUID", "uuid", info.uuid));
-  out.push_back(sq_na("GPU PDI", "pdi"));
+  out.push_back(sq_answer("GPU PDI", "pdi", g.details.pdi, [](std::uint64_t v) {
+    return sq_text(fmt::format("0x{:016x}", v));
+  }));
   out.push_back(info.minor_number ? sq_leaf("Minor Number", "minor_number", sq_int(*info.minor_number))
                                   : sq_na("Minor Number", "minor_number"));
   out.push_back(sq_identity("VBIOS Version", "vbios_version", info.vbios_version));
@@ -122,7 +124,7 @@ std::vector<SmiQNode> board_nodes(const SmiQGpu& g) {
                  {sq_na("Latest Timestamp", "latest_timestamp"), sq_na("Latest Duration", "latest_duration")}));
   out.push_back(sq_section("GPU Operation Mode", "gpu_operation_mode",
                            sq_pair(d.gpu_operation_mode, "current_gom", "pending_gom", sq_gom)));
-  out.push_back(sq_na("GPU C2C Mode", "c2c_mode"));
+  out.push_back(sq_answer("GPU C2C Mode", "c2c_mode", d.c2c_enabled, sq_enabled));
   out.push_back(
       sq_section("GPU Virtualization Mode", "gpu_virtualization_mode",
                  {sq_answer("Virtualization Mode", "virtualization_mode", d.virtualization_mode,
@@ -154,8 +156,12 @@ SmiQNode pci_node(const SmiQGpu& g) {
   pci.push_back(id("Bus", "pci_bus", [](const model::PciIds& p) { return fmt::format("0x{:02X}", p.bus); }));
   pci.push_back(id("Device", "pci_device", [](const model::PciIds& p) { return fmt::format("0x{:02X}", p.device); }));
   pci.push_back(id("Domain", "pci_domain", [](const model::PciIds& p) { return fmt::format("0x{:04X}", p.domain); }));
-  pci.push_back(sq_na("Base Classcode", "pci_base_class"));
-  pci.push_back(sq_na("Sub Classcode", "pci_sub_class"));
+  // nvidia-smi: "0x3" in text, "3" in XML (hex digits, no padding).
+  auto pci_class = [](std::uint32_t v) { return SqValue{fmt::format("0x{:x}", v), Json(v)}; };
+  pci.push_back(sq_answer("Base Classcode", "pci_base_class", d.pci_class,
+                          [&](const model::PciClass& c) { return pci_class(c.base); }));
+  pci.push_back(sq_answer("Sub Classcode", "pci_sub_class", d.pci_class,
+                          [&](const model::PciClass& c) { return pci_class(c.sub); }));
   pci.push_back(
       id("Device Id", "pci_device_id", [](const model::PciIds& p) { return fmt::format("0x{:08X}", p.device_id); }));
   pci.push_back(sq_leaf("Bus Id", "pci_bus_id", sq_text(g.info.pci_bus_id)));
@@ -177,7 +183,8 @@ SmiQNode pci_node(const SmiQGpu& g) {
                            {sq_na("Type", "bridge_chip_type"), sq_na("Firmware", "bridge_chip_fw")}));
   pci.push_back(
       sq_field(s, FieldId::kPcieReplay, "Replays Since Reset", "replay_counter", [](double v) { return sq_int(v); }));
-  pci.push_back(sq_na("Replay Number Rollovers", "replay_rollover_counter"));
+  pci.push_back(sq_answer("Replay Number Rollovers", "replay_rollover_counter", d.pcie_replay_rollovers,
+                          [](std::uint64_t v) { return sq_int(static_cast<double>(v)); }));
   pci.push_back(sq_field(s, FieldId::kPcieTxThroughput, "Tx Throughput", json_key("tx_util", "KB/s"),
                          [](double v) { return sq_int(v, "KB/s"); }));
   pci.push_back(sq_field(s, FieldId::kPcieRxThroughput, "Rx Throughput", json_key("rx_util", "KB/s"),

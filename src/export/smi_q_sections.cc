@@ -1,10 +1,13 @@
 #include <array>
+#include <tuple>
 
 #include "export/smi_q_values.h"
 
 namespace gpuscope::exporter {
 namespace smi_q {
 namespace {
+
+constexpr std::uint32_t kSqCapEgm = 1U << 0;  // NVML_DEV_CAP_EGM
 
 // nvmlClocksEventReasons bits.
 SmiQNode sq_event_reasons(const SmiQGpu& g) {
@@ -92,10 +95,15 @@ std::vector<SmiQNode> sq_memory(const SmiQGpu& g) {
                             sq_field(s, FieldId::kDecUtil, "Decoder", json_key("decoder_util", "%"), pct),
                             sq_answer("JPEG", json_key("jpeg_util", "%"), d.jpg_util, pct_answer),
                             sq_answer("OFA", json_key("ofa_util", "%"), d.ofa_util, pct_answer)}));
-  for (auto [label, key] : {std::pair{"Encoder Stats", "encoder_stats"}, {"FBC Stats", "fbc_stats"}}) {
-    out.push_back(sq_section(label, key,
-                             {sq_na("Active Sessions", "session_count"), sq_na("Average FPS", "average_fps"),
-                              sq_na("Average Latency", "average_latency")}));
+  // Latency in microseconds, printed bare as nvidia-smi does.
+  for (auto [label, key, stats] : {std::tuple{"Encoder Stats", "encoder_stats", &d.encoder_stats},
+                                   std::tuple{"FBC Stats", "fbc_stats", &d.fbc_stats}}) {
+    out.push_back(sq_section(
+        label, key,
+        {sq_answer("Active Sessions", "session_count", *stats, [](const model::SessionStats& v) { return sq_int(v.sessions); }),
+         sq_answer("Average FPS", "average_fps", *stats, [](const model::SessionStats& v) { return sq_int(v.average_fps); }),
+         sq_answer("Average Latency", "average_latency", *stats,
+                   [](const model::SessionStats& v) { return sq_int(v.average_latency_us); })}));
   }
   out.push_back(sq_section("DRAM Encryption Mode", "dram_encryption_mode",
                            {sq_na("Current", "current_dram_encryption"), sq_na("Pending", "pending_dram_encryption")}));
@@ -156,8 +164,11 @@ SmiQNode sq_ecc_errors(const model::GpuDetails& d) {
             sram("SRAM Microcontroller", "sram_microcontroller", &model::SramEccStatus::aggregate_bucket_mcu),
             sram("SRAM PCIE", "sram_pcie", &model::SramEccStatus::aggregate_bucket_pcie),
             split_bucket("SRAM Other", "sram_other")}),
-       sq_na("Channel Repair Pending", "channel_repair_pending"), sq_na("TPC Repair Pending", "tpc_repair_pending"),
-       sq_na("Unrepairable Memory", "unrepairable_memory")});
+       sq_answer("Channel Repair Pending", "channel_repair_pending", d.repair,
+                 [](const model::RepairStatus& r) { return sq_yes(r.channel_pending); }),
+       sq_answer("TPC Repair Pending", "tpc_repair_pending", d.repair,
+                 [](const model::RepairStatus& r) { return sq_yes(r.tpc_pending); }),
+       sq_answer("Unrepairable Memory", "unrepairable_memory", d.unrepairable_memory, sq_yes)});
 }
 
 std::vector<SmiQNode> sq_health(const SmiQGpu& g) {
@@ -413,7 +424,12 @@ std::vector<SmiQNode> smi_q_gpu_nodes(const SmiQGpu& gpu) {
   for (auto&& n : sq_clocks(gpu)) out.push_back(std::move(n));
   out.push_back(sq_fabric(gpu.details));
   out.push_back(sq_processes(gpu.sample));
-  out.push_back(sq_section("Capabilities", "capabilities", {sq_na("EGM", "egm")}));
+  // nvidia-smi writes this one in lower case.
+  out.push_back(sq_section("Capabilities", "capabilities",
+                           {sq_answer("EGM", "egm", gpu.details.capabilities, [](std::uint32_t mask) {
+                             const bool egm = (mask & kSqCapEgm) != 0;
+                             return SqValue{egm ? "enabled" : "disabled", Json(egm)};
+                           })}));
   return out;
 }
 

@@ -18,6 +18,34 @@ HttpResponse text_response(int status, std::string body) {
   return {status, "text/plain; charset=utf-8", std::move(body), {}, nullptr};
 }
 
+// A GPU's MIG devices for /api/v1/gpus, in index order: identity, the values a MIG device has of its own
+// (memory, GPM's ratios; keys as the GPU's "values", absent while unknown) and its container.
+nlohmann::ordered_json agent_routes_mig_json(const model::GpuSample& sample) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& m : sample.mig_instances) {
+    nlohmann::ordered_json j{{"device_index", m.device_index},
+                             {"gpu_instance_id", m.gpu_instance_id},
+                             {"compute_instance_id", m.compute_instance_id},
+                             {"profile", m.profile},
+                             {"uuid", m.uuid}};
+    if (m.sm_count) j["sm_count"] = *m.sm_count;
+    if (m.gpu_instance_slices) j["slices"] = *m.gpu_instance_slices;
+    nlohmann::ordered_json values = nlohmann::ordered_json::object();
+    for (const auto& f : model::FieldCatalog::all()) {
+      if (model::is_mig_instance_field(f.id) && m[f.id].valid()) values[std::string(f.key)] = m[f.id].value;
+    }
+    j["values"] = std::move(values);
+    if (m.kubernetes_pod) {
+      j["pod"] = m.kubernetes_pod->pod;
+      j["namespace"] = m.kubernetes_pod->namespace_name;
+      j["container"] = m.kubernetes_pod->container;
+      if (m.kubernetes_shared) j["kubernetes_shared"] = true;
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
 }  // namespace
 
 AgentRoutes::AgentRoutes(const sampler::Sampler& sampler, std::vector<model::GpuInfo> gpus, model::SystemInfo system,
@@ -203,9 +231,17 @@ HttpResponse AgentRoutes::gpus_json() const {
       if (p.sm_util_percent) j["sm_utilization_ratio"] = *p.sm_util_percent / 100.0;
       if (p.mem_util_percent) j["memory_utilization_ratio"] = *p.mem_util_percent / 100.0;
       if (!p.identity.container_id.empty()) j["container_id"] = p.identity.container_id;
+      if (!p.identity.pod_uid.empty()) j["pod_uid"] = p.identity.pod_uid;
+      if (sample->mig_enabled && p.gpu_instance_id) {
+        j["gpu_instance_id"] = *p.gpu_instance_id;
+        if (p.compute_instance_id) j["compute_instance_id"] = *p.compute_instance_id;
+      }
       procs.push_back(std::move(j));
     }
     g["processes"] = std::move(procs);
+    // MIG mode as of this reading (the inventory's is discovery's), and the MIG devices in it.
+    if (g.contains("mig_enabled") || sample->mig_enabled) g["mig_enabled"] = sample->mig_enabled;
+    if (sample->mig_enabled) g["mig_instances"] = agent_routes_mig_json(*sample);
     if (!sample->events.xid_by_code.empty()) {
       nlohmann::ordered_json xids = nlohmann::ordered_json::object();
       for (const auto& [code, n] : sample->events.xid_by_code) xids[std::to_string(code)] = n;

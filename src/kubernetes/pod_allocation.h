@@ -37,16 +37,20 @@ struct PodAllocation {
 bool is_nvidia_gpu_resource(std::string_view resource_name);
 
 // The physical GPU's UUID a device ID names, where the ID alone says it: "GPU-x", a time-sliced share
-// "GPU-x::3", an old-style (driver R450/R460) MIG device "MIG-GPU-x/1/0". A new-style MIG UUID
+// "GPU-x::3", an old-style (driver R450/R460) MIG device "MIG-GPU-x/1/0"; for GKE's device names the GPU's
+// name: "nvidia0" for "nvidia0", "nvidia0/vgpu3" and "nvidia0/gi2". A new-style MIG UUID
 // ("MIG-<uuid>", or a time-sliced share of it "MIG-<uuid>::2") does not name its parent: `mig_parent`
 // (asked with the MIG UUID alone, when the caller has an answer) does, else nullopt. Anything else (not a
 // UUID): nullopt. label_gpus finds the parent of new-style MIG devices from the reading instead.
 using MigParentLookup = std::function<std::optional<std::string>(std::string_view mig_uuid)>;
 std::optional<std::string> gpu_uuid_of_device(std::string_view device_id, const MigParentLookup& mig_parent = {});
 
-// The device a device ID allocates, without a time-sliced share's "::<replica>": "GPU-x", "MIG-x",
-// "MIG-GPU-x/1/0".
+// The device a device ID allocates, without a time-sliced share's "::<replica>" (or GKE's "/vgpu<n>"):
+// "GPU-x", "MIG-x", "MIG-GPU-x/1/0", "nvidia0", "nvidia0/gi2".
 std::string_view device_of(std::string_view device_id);
+
+// GKE's ID of MIG device `gpu_instance_id` of the GPU whose device file is `gpu_device_name`: "nvidia0/gi2".
+std::string gke_mig_device_name(std::string_view gpu_device_name, unsigned gpu_instance_id);
 
 // The ID old drivers (R450/R460) and device plugins of their time gave MIG device `gi`/`ci` of GPU `gpu_uuid`:
 // "MIG-GPU-<uuid>/<gi>/<ci>".
@@ -95,8 +99,8 @@ class DevicePodMap {
   std::size_t devices_ = 0;
 };
 
-// Sets each GPU sample's kubernetes_pod from `map` by the GPU's UUID (`gpus`: the backend's GPUs, by
-// index); a GPU no container holds gets none (its series keep their labels without pod/namespace/container).
+// Sets each GPU sample's kubernetes_pod from `map` by the GPU's UUID or its device name ("nvidia0", as
+// GKE's device plugin names GPUs) (`gpus`: the backend's GPUs, by index); a GPU no container holds gets none (its series keep their labels without pod/namespace/container).
 // kubernetes_gpu_shared says several containers hold parts of it (its processes then get no pod labels).
 // Each MIG instance of the reading gets the container holding it, by its MIG UUID or else by its old-style
 // ID (parent UUID and instance IDs); the instances' containers count as the GPU's holders too, so a GPU whose

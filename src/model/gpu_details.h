@@ -95,6 +95,24 @@ struct PlatformInfo {
   std::array<std::uint8_t, 16> ib_guid{};
 };
 
+// Encoder or frame-buffer-capture sessions (nvmlDeviceGetEncoderStats, nvmlDeviceGetFBCStats): the
+// active ones and their moving averages.
+struct SessionStats {
+  std::uint32_t sessions = 0;
+  std::uint32_t average_fps = 0;
+  std::uint32_t average_latency_us = 0;
+};
+
+struct PciClass {
+  std::uint32_t base = 0;  // 0x3: display controller
+  std::uint32_t sub = 0;   // 0x2: 3D controller
+};
+
+struct RepairStatus {
+  bool channel_pending = false;
+  bool tpc_pending = false;
+};
+
 // The clock event reason counters nvidia-smi prints (ns held back): sw power cap, sync boost, sw
 // thermal, hw thermal, hw power brake (field ids 74, 76, 269, 270, 271).
 inline constexpr std::size_t kClockEventCounterCount = 5;
@@ -109,6 +127,8 @@ struct GpuDetails {
   Answer<std::uint32_t> pcie_width_max;
   Answer<std::uint32_t> pcie_speed_mbps;  // nvmlDeviceGetPcieSpeed, per lane
   Answer<std::uint32_t> irq;
+  Answer<PciClass> pci_class;                   // nvmlDeviceGetPciInfoExt
+  Answer<std::uint64_t> pcie_replay_rollovers;  // field 95
 
   // Modes.
   Answer<int> display_mode;
@@ -129,6 +149,9 @@ struct GpuDetails {
   Answer<int> virtualization_mode;
   Answer<int> host_vgpu_mode;
   Answer<std::uint32_t> vgpu_homogeneous_placements;
+  Answer<bool> c2c_enabled;                   // nvmlDeviceGetC2cModeInfoV
+  Answer<std::uint64_t> pdi;                  // nvmlDeviceGetPdi: the per-device identifier
+  Answer<std::uint32_t> capabilities;         // nvmlDeviceGetCapabilities: NVML_DEV_CAP_* bits (1: EGM)
 
   // Board.
   Answer<std::string> board_part_number;
@@ -163,12 +186,16 @@ struct GpuDetails {
   // Utilization beyond the catalog.
   Answer<std::uint32_t> jpg_util;  // %
   Answer<std::uint32_t> ofa_util;  // %
+  Answer<SessionStats> encoder_stats;
+  Answer<SessionStats> fbc_stats;
 
   // ECC and row remapping.
   EccByLocation ecc_errors;
   Answer<SramEccStatus> sram_ecc;
   Answer<RemapHistogram> remap_histogram;
   Answer<RemapInactive> remap_inactive;
+  Answer<RepairStatus> repair;                // nvmlDeviceGetRepairStatus
+  Answer<bool> unrepairable_memory;           // nvmlDeviceGetUnrepairableMemoryFlag_v1
 
   // Temperature and power.
   Answer<int> temperature_margin;  // °C to the GPU's max operating temperature (temperature.gpu.tlimit)

@@ -40,6 +40,7 @@ struct ProcessIdentity {
   std::string command_line;  // argv joined by spaces
   std::string user;          // owner's user name (or uid as text when it has no name)
   std::string container_id;  // 64-hex (or shorter) id from the cgroup path, empty outside containers
+  std::string pod_uid;       // the Kubernetes pod's UID from the cgroup path, empty outside a pod
 };
 
 enum class ProcessKind : std::uint8_t { kCompute, kGraphics, kComputeAndGraphics };
@@ -87,6 +88,9 @@ struct MigInstanceSample {
   std::array<FieldValue, kFieldCount> fields{};
   // serve --kubernetes: the container the kubelet allocated this MIG device to.
   std::optional<KubernetesPod> kubernetes_pod;
+  // Several containers hold time-sliced shares of this MIG device: kubernetes_pod names the last of them,
+  // so the processes in it get no pod labels (as kubernetes_gpu_shared for a whole GPU).
+  bool kubernetes_shared = false;
 
   const FieldValue& operator[](FieldId id) const { return fields[index_of(id)]; }
   FieldValue& operator[](FieldId id) { return fields[index_of(id)]; }

@@ -16,8 +16,9 @@ using model::Answer;
 using model::GpuDetails;
 
 // Field ids this file reads that nvml_abi.h does not name (NVML 13, driver 580): the module-scope
-// power limits and the power smoothing floors nvidia-smi 580 prints.
+// power limits, the power smoothing floors nvidia-smi 580 prints and the PCIe replay rollovers.
 enum : unsigned {
+  kDdFieldPcieReplayRollovers = 95,
   kDdFieldPowerMinLimit = 187,
   kDdFieldPowerMaxLimit = 188,
   kDdFieldPowerDefaultLimit = 189,
@@ -438,6 +439,7 @@ void dd_read_field_values(const NvmlLibrary& L, DdReader& r, GpuDetails& x) {
   gpu(NVML_FI_DEV_POWER_AVERAGE, &x.power_average_mw);
   gpu(NVML_FI_DEV_POWER_INSTANT, &x.power_instant_mw);
   gpu(NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, &x.gpu_recovery_action);
+  gpu(kDdFieldPcieReplayRollovers, &x.pcie_replay_rollovers);
   for (std::size_t k = 0; k < x.temperature_tlimit.size(); ++k) {
     gpu(NVML_FI_DEV_TEMPERATURE_SHUTDOWN_TLIMIT + static_cast<unsigned>(k), &x.temperature_tlimit[k]);
   }
@@ -462,6 +464,60 @@ void dd_read_field_values(const NvmlLibrary& L, DdReader& r, GpuDetails& x) {
   dd_read_fields(L, r, q);
 }
 
+// nvidia-smi -q's session, class-code, C2C, repair and capability lines: one call each.
+void dd_read_sessions_and_repair(const NvmlLibrary& L, DdReader& r, GpuDetails& x) {
+  const nvmlDevice_t d = r.device();
+  r.read(x.encoder_stats, L.nvmlDeviceGetEncoderStats, [d](auto f, model::SessionStats& v) {
+    return f(d, &v.sessions, &v.average_fps, &v.average_latency_us);
+  });
+  r.read(x.fbc_stats, L.nvmlDeviceGetFBCStats, [d](auto f, model::SessionStats& v) {
+    nvmlFBCStats_t st{};
+    const nvmlReturn_t rc = f(d, &st);
+    v = {st.sessionsCount, st.averageFPS, st.averageLatency};
+    return rc;
+  });
+  r.read(x.pci_class, L.nvmlDeviceGetPciInfoExt, [d](auto f, model::PciClass& v) {
+    nvmlPciInfoExt_v1_t p{};
+    p.version = nvmlPciInfoExt_v1;
+    const nvmlReturn_t rc = f(d, &p);
+    v = {p.baseClass, p.subClass};
+    return rc;
+  });
+  r.read(x.c2c_enabled, L.nvmlDeviceGetC2cModeInfoV, [d](auto f, bool& v) {
+    nvmlC2cModeInfo_v1_t c{};
+    const nvmlReturn_t rc = f(d, &c);
+    v = c.isC2cEnabled != 0;
+    return rc;
+  });
+  r.read(x.repair, L.nvmlDeviceGetRepairStatus, [d](auto f, model::RepairStatus& v) {
+    nvmlRepairStatus_v1_t st{};
+    st.version = nvmlRepairStatus_v1;
+    const nvmlReturn_t rc = f(d, &st);
+    v = {st.bChannelRepairPending != 0, st.bTpcRepairPending != 0};
+    return rc;
+  });
+  r.read(x.unrepairable_memory, L.nvmlDeviceGetUnrepairableMemoryFlag_v1, [d](auto f, bool& v) {
+    nvmlUnrepairableMemoryStatus_v1_t st{};
+    const nvmlReturn_t rc = f(d, &st);
+    v = st.bUnrepairableMemory != 0;
+    return rc;
+  });
+  r.read(x.pdi, L.nvmlDeviceGetPdi, [d](auto f, std::uint64_t& v) {
+    nvmlPdi_v1_t p{};
+    p.version = nvmlPdi_v1;
+    const nvmlReturn_t rc = f(d, &p);
+    v = p.value;
+    return rc;
+  });
+  r.read(x.capabilities, L.nvmlDeviceGetCapabilities, [d](auto f, std::uint32_t& v) {
+    nvmlDeviceCapabilities_v1_t caps{};
+    caps.version = nvmlDeviceCapabilities_v1;
+    const nvmlReturn_t rc = f(d, &caps);
+    v = caps.capMask;
+    return rc;
+  });
+}
+
 }  // namespace
 
 model::GpuDetails NvmlBackend::details(std::size_t gpu, DetailSet set) {
@@ -476,6 +532,7 @@ model::GpuDetails NvmlBackend::details(std::size_t gpu, DetailSet set) {
   dd_read_ecc(L, r, x);
   dd_read_field_values(L, r, x);
   dd_read_fabric_and_platform(L, r, x);
+  dd_read_sessions_and_repair(L, r, x);
   return x;
 }
 

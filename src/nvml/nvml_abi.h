@@ -335,6 +335,78 @@ typedef struct {
   unsigned int isC2cEnabled;
 } nvmlC2cModeInfo_v1_t;
 
+// PCI identity with the class codes (nvmlDeviceGetPciInfoExt); version = sizeof | 1 << 24.
+typedef struct nvmlPciInfoExt_v1_st {
+  unsigned int version;
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pciDeviceId;
+  unsigned int pciSubSystemId;
+  unsigned int baseClass;  // 8-bit PCI base class (0x3: display controller)
+  unsigned int subClass;   // 8-bit PCI sub class (0x2: 3D controller)
+  char busId[32];
+} nvmlPciInfoExt_v1_t;
+#define nvmlPciInfoExt_v1 ((unsigned int)(sizeof(nvmlPciInfoExt_v1_t) | (1U << 24)))
+
+// Frame buffer capture sessions (nvmlDeviceGetFBCStats); latency in microseconds.
+typedef struct nvmlFBCStats_st {
+  unsigned int sessionsCount;
+  unsigned int averageFPS;
+  unsigned int averageLatency;
+} nvmlFBCStats_t;
+
+// Pending TPC or memory channel repair (nvmlDeviceGetRepairStatus); flags are 0 or 1.
+typedef struct nvmlRepairStatus_v1_st {
+  unsigned int version;
+  unsigned int bChannelRepairPending;
+  unsigned int bTpcRepairPending;
+} nvmlRepairStatus_v1_t;
+#define nvmlRepairStatus_v1 ((unsigned int)(sizeof(nvmlRepairStatus_v1_t) | (1U << 24)))
+
+// nvmlDeviceGetUnrepairableMemoryFlag_v1: 1 once memory errors exceed what repair can fix. No version field.
+typedef struct nvmlUnrepairableMemoryStatus_v1_st {
+  unsigned int bUnrepairableMemory;
+} nvmlUnrepairableMemoryStatus_v1_t;
+
+// nvmlDeviceGetCapabilities: a mask of NVML_DEV_CAP_* bits.
+typedef struct nvmlDeviceCapabilities_v1_st {
+  unsigned int version;
+  unsigned int capMask;
+} nvmlDeviceCapabilities_v1_t;
+#define nvmlDeviceCapabilities_v1 ((unsigned int)(sizeof(nvmlDeviceCapabilities_v1_t) | (1U << 24)))
+enum : unsigned { NVML_DEV_CAP_EGM = 1U << 0 };
+
+// nvmlDeviceGetPdi: the GPU's 64-bit per-device identifier.
+typedef struct nvmlPdi_v1_st {
+  unsigned int version;
+  unsigned long long value;
+} nvmlPdi_v1_t;
+#define nvmlPdi_v1 ((unsigned int)(sizeof(nvmlPdi_v1_t) | (1U << 24)))
+
+// nvmlDeviceGetRunningProcessDetailList: the processes of one mode with their memory and, unlike
+// nvmlProcessInfo_t, their confidential-compute protected memory (bytes).
+enum : unsigned {
+  NVML_PROCESS_MODE_COMPUTE = 0,
+  NVML_PROCESS_MODE_GRAPHICS = 1,
+  NVML_PROCESS_MODE_MPS = 2,
+  NVML_PROCESS_MODE_ALL = 3,
+};
+typedef struct nvmlProcessDetail_v1_st {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId;      // 0xFFFFFFFF outside MIG
+  unsigned int computeInstanceId;  // 0xFFFFFFFF outside MIG
+  unsigned long long usedGpuCcProtectedMemory;
+} nvmlProcessDetail_v1_t;
+typedef struct nvmlProcessDetailList_v1_st {
+  unsigned int version;
+  unsigned int mode;                 // NVML_PROCESS_MODE_*
+  unsigned int numProcArrayEntries;  // in: the array's size; out: the count (INSUFFICIENT_SIZE when short)
+  nvmlProcessDetail_v1_t* procArray;
+} nvmlProcessDetailList_v1_t;
+#define nvmlProcessDetailList_v1 ((unsigned int)(sizeof(nvmlProcessDetailList_v1_t) | (1U << 24)))  // extended GPU memory (Grace Hopper's CPU memory as GPU memory)
+
 typedef struct {
   unsigned long long timeStamp;  // CPU time, µs
   unsigned int pid;
@@ -764,6 +836,18 @@ nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v2(nvmlDevice_t device, uns
                                                         nvmlProcessInfo_t* infos);
 nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses(nvmlDevice_t device, unsigned int* infoCount,
                                                      nvmlProcessInfo_v1_t* infos);
+nvmlReturn_t nvmlDeviceGetRetiredPages_v2(nvmlDevice_t device, int cause, unsigned int* pageCount,
+                                          unsigned long long* addresses, unsigned long long* timestamps);
+nvmlReturn_t nvmlDeviceGetEncoderStats(nvmlDevice_t device, unsigned int* sessionCount, unsigned int* averageFps,
+                                       unsigned int* averageLatency);
+nvmlReturn_t nvmlDeviceGetFBCStats(nvmlDevice_t device, nvmlFBCStats_t* fbcStats);
+nvmlReturn_t nvmlDeviceGetPciInfoExt(nvmlDevice_t device, nvmlPciInfoExt_v1_t* pci);
+nvmlReturn_t nvmlDeviceGetRepairStatus(nvmlDevice_t device, nvmlRepairStatus_v1_t* repairStatus);
+nvmlReturn_t nvmlDeviceGetUnrepairableMemoryFlag_v1(nvmlDevice_t device,
+                                                    nvmlUnrepairableMemoryStatus_v1_t* unrepairableMemoryStatus);
+nvmlReturn_t nvmlDeviceGetCapabilities(nvmlDevice_t device, nvmlDeviceCapabilities_v1_t* caps);
+nvmlReturn_t nvmlDeviceGetPdi(nvmlDevice_t device, nvmlPdi_v1_t* pdi);
+nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t device, nvmlProcessDetailList_v1_t* plist);
 
 nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set);
 nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set);
@@ -853,3 +937,9 @@ static_assert(sizeof(nvmlGpuInstanceInfo_t) == 24);
 static_assert(sizeof(nvmlGpuInstanceProfileInfo_v2_t) == 152);
 static_assert(offsetof(nvmlGpuInstanceProfileInfo_v2_t, memorySizeMB) == 48);
 static_assert(sizeof(nvmlDeviceAttributes_t) == 40);
+static_assert(sizeof(nvmlPciInfoExt_v1_t) == 64);
+static_assert(sizeof(nvmlRepairStatus_v1_t) == 12);
+static_assert(sizeof(nvmlDeviceCapabilities_v1_t) == 8);
+static_assert(sizeof(nvmlPdi_v1_t) == 16);
+static_assert(sizeof(nvmlProcessDetail_v1_t) == 32);
+static_assert(sizeof(nvmlProcessDetailList_v1_t) == 24);

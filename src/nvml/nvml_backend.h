@@ -5,12 +5,14 @@
 #include <array>
 #include <chrono>
 #include <expected>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "model/gpu_details.h"
 #include "model/gpu_info.h"
+#include "model/retired_pages.h"
 #include "model/snapshot.h"
 #include "nvml/nvml_abi.h"
 #include "nvml/process_engines.h"
@@ -83,6 +85,15 @@ class NvmlBackend {
   // member read. Implemented in device_details.cc.
   enum class DetailSet : std::uint8_t { kAll, kDmon };
   model::GpuDetails details(std::size_t gpu, DetailSet set = DetailSet::kAll);
+
+  // GPU `gpu`'s retired pages, both causes (nvmlDeviceGetRetiredPages_v2 with its count probe; the v1
+  // call, without timestamps, where the library lacks v2). For query --query-retired-pages; implemented
+  // in retired_pages_reader.cc.
+  model::RetiredPagesReading retired_pages(std::size_t gpu);
+
+  // Each process's confidential-compute protected memory in bytes, by pid (nvmlDeviceGetRunningProcessDetailList,
+  // all modes), or NVML's return code. For pmon -s m's ccpm; implemented in process_detail_reader.cc.
+  std::expected<std::map<unsigned, std::uint64_t>, int> process_protected_memory(std::size_t gpu);
 
   // Per-process engine utilization samples of GPU `gpu` newer than `since_us` (pass the newest time_us
   // of the previous call, 0 for all the driver keeps): nvmlDeviceGetProcessesUtilizationInfo, or

@@ -267,6 +267,16 @@ void NvmlLibrary::resolve_all() {
   resolve<__COUNTER__>(nvmlDeviceGetGpuInstanceProfileInfoV, {"nvmlDeviceGetGpuInstanceProfileInfoV"});
   resolve<__COUNTER__>(nvmlDeviceGetAttributes_v2, {"nvmlDeviceGetAttributes_v2"});
   resolve<__COUNTER__>(nvmlGpmMigSampleGet, {"nvmlGpmMigSampleGet"});
+  resolve<__COUNTER__>(nvmlDeviceGetRetiredPages_v2, {"nvmlDeviceGetRetiredPages_v2"});
+  resolve<__COUNTER__>(nvmlDeviceGetEncoderStats, {"nvmlDeviceGetEncoderStats"});
+  resolve<__COUNTER__>(nvmlDeviceGetFBCStats, {"nvmlDeviceGetFBCStats"});
+  resolve<__COUNTER__>(nvmlDeviceGetC2cModeInfoV, {"nvmlDeviceGetC2cModeInfoV"});
+  resolve<__COUNTER__>(nvmlDeviceGetPciInfoExt, {"nvmlDeviceGetPciInfoExt"});
+  resolve<__COUNTER__>(nvmlDeviceGetRepairStatus, {"nvmlDeviceGetRepairStatus"});
+  resolve<__COUNTER__>(nvmlDeviceGetUnrepairableMemoryFlag_v1, {"nvmlDeviceGetUnrepairableMemoryFlag_v1"});
+  resolve<__COUNTER__>(nvmlDeviceGetCapabilities, {"nvmlDeviceGetCapabilities"});
+  resolve<__COUNTER__>(nvmlDeviceGetPdi, {"nvmlDeviceGetPdi"});
+  resolve<__COUNTER__>(nvmlDeviceGetRunningProcessDetailList, {"nvmlDeviceGetRunningProcessDetailList"});
   resolve<__COUNTER__>(SimSetTime, {"gpuscopeSimSetTime"});
   resolve<__COUNTER__>(SimGetTime, {"gpuscopeSimGetTime"});
   resolve<__COUNTER__>(SimGetProcessName, {"gpuscopeSimGetProcessName"});

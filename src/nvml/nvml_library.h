@@ -171,6 +171,17 @@ class NvmlLibrary {
   GPUSCOPE_NVML_SLOT(nvmlDeviceGetGpuInstanceProfileInfoV);
   GPUSCOPE_NVML_SLOT(nvmlDeviceGetAttributes_v2);
   GPUSCOPE_NVML_SLOT(nvmlGpmMigSampleGet);
+  // query --query-retired-pages and query -q's encoder, FBC, C2C, PCI class, repair and capability keys.
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetRetiredPages_v2);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetEncoderStats);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetFBCStats);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetC2cModeInfoV);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetPciInfoExt);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetRepairStatus);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetUnrepairableMemoryFlag_v1);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetCapabilities);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetPdi);
+  GPUSCOPE_NVML_SLOT(nvmlDeviceGetRunningProcessDetailList);  // pmon -s m's ccpm
 #undef GPUSCOPE_NVML_SLOT
   // gpuscope's simulator only; null on a real driver.
   decltype(&::gpuscopeSimSetTime) SimSetTime = nullptr;

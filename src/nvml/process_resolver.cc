@@ -71,7 +71,10 @@ model::ProcessIdentity ProcessResolver::read(unsigned pid) const {
     std::replace(s.begin(), s.end(), '\0', ' ');
     id.command_line = s;
   }
-  if (auto cgroup = read_file(dir + "/cgroup")) id.container_id = container_id_from_cgroup(*cgroup);
+  if (auto cgroup = read_file(dir + "/cgroup")) {
+    id.container_id = container_id_from_cgroup(*cgroup);
+    id.pod_uid = pod_uid_from_cgroup(*cgroup);
+  }
   return id;
 }
 
@@ -91,6 +94,34 @@ std::string ProcessResolver::container_id_from_cgroup(const std::string& text) {
     }
   }
   return found;
+}
+
+std::string ProcessResolver::pod_uid_from_cgroup(const std::string& text) {
+  // "pod" then a UUID, 8-4-4-4-12 hex digits separated by '-' (cgroupfs) or '_' (the systemd driver).
+  constexpr std::size_t kUuidLength = 36;
+  auto uuid_at = [&](std::size_t at) -> std::string {
+    if (at + kUuidLength > text.size()) return {};
+    std::string out = text.substr(at, kUuidLength);
+    for (std::size_t i = 0; i < kUuidLength; ++i) {
+      const char c = out[i];
+      if (i == 8 || i == 13 || i == 18 || i == 23) {
+        if (c != '-' && c != '_') return {};
+        out[i] = '-';
+      } else if (!std::isxdigit(static_cast<unsigned char>(c))) {
+        return {};
+      }
+    }
+    // The UUID ends the path element: "/", ".slice", or the line's end.
+    const std::size_t after = at + kUuidLength;
+    if (after < text.size() && text[after] != '/' && text[after] != '.' && text[after] != '\n') return {};
+    return out;
+  };
+  for (std::size_t at = text.find("pod"); at != std::string::npos; at = text.find("pod", at + 1)) {
+    // Only a path element that starts with "pod" ("/pod<uid>", "-pod<uid>"): not "kubepods".
+    if (at > 0 && text[at - 1] != '/' && text[at - 1] != '-') continue;
+    if (std::string uid = uuid_at(at + 3); !uid.empty()) return uid;
+  }
+  return {};
 }
 
 }  // namespace gpuscope::nvml

@@ -25,6 +25,9 @@ class ProcessResolver {
   // The container id in a /proc/<pid>/cgroup text: the last 64-hex-digit path component (docker,
   // containerd, CRI-O, podman, kubepods), or empty.
   static std::string container_id_from_cgroup(const std::string& cgroup_text);
+  // The Kubernetes pod UID in a cgroup path (the kubelet's "pod<uid>" cgroup: "/kubepods/burstable/pod<uid>/"
+  // under cgroupfs, "kubepods-burstable-pod<uid with _>.slice" under systemd), with dashes; empty outside a pod.
+  static std::string pod_uid_from_cgroup(const std::string& cgroup_text);
 
  private:
   model::ProcessIdentity read(unsigned pid) const;

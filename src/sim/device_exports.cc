@@ -85,6 +85,37 @@ nvmlReturn_t pci_info(std::string_view function, nvmlDevice_t device, nvmlPciInf
   });
 }
 
+// Both versions: the count probe (a short *pageCount answers INSUFFICIENT_SIZE with the count), then the
+// addresses and, for _v2, when each page was retired (µs since the Unix epoch, the simulated wall clock).
+nvmlReturn_t retired_page_list(std::string_view function, nvmlDevice_t device, int cause, unsigned int* pageCount,
+                               unsigned long long* addresses, unsigned long long* timestamps) {
+  return device_call(function, device, [&](Simulator& sim, SimDevice& d, double t) {
+    if (pageCount == nullptr || (cause != NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS &&
+                                 cause != NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)) {
+      return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    if (!d.model.has_page_retirement()) return NVML_ERROR_NOT_SUPPORTED;
+    std::vector<RetiredPage> pages;
+    for (const RetiredPage& p : sim.health(d.index, t).retired_pages) {
+      if (p.cause == cause) pages.push_back(p);
+    }
+    const auto n = static_cast<unsigned>(pages.size());
+    if (*pageCount < n) {
+      *pageCount = n;
+      return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    if (n > 0 && addresses == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    for (unsigned k = 0; k < n; ++k) {
+      addresses[k] = pages[k].address;
+      if (timestamps != nullptr) {
+        timestamps[k] = static_cast<unsigned long long>(sim.clock().wall_ns_at(pages[k].at_s) / 1000);
+      }
+    }
+    *pageCount = n;
+    return NVML_SUCCESS;
+  });
+}
+
 nvmlReturn_t clock_reasons(std::string_view function, nvmlDevice_t device, unsigned long long* reasons) {
   return device_call(function, device, [&](Simulator&, SimDevice& d, double t) {
     if (reasons == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
@@ -398,26 +429,13 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, 
 
 GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t device, int cause, unsigned int* pageCount,
                                                            unsigned long long* addresses) {
-  return device_call("nvmlDeviceGetRetiredPages", device, [&](Simulator& sim, SimDevice& d, double t) {
-    if (pageCount == nullptr || (cause != NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS &&
-                                 cause != NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)) {
-      return NVML_ERROR_INVALID_ARGUMENT;
-    }
-    if (!d.model.has_page_retirement()) return NVML_ERROR_NOT_SUPPORTED;
-    std::vector<unsigned long long> pages;
-    for (const RetiredPage& p : sim.health(d.index, t).retired_pages) {
-      if (p.cause == cause) pages.push_back(p.address);
-    }
-    const auto n = static_cast<unsigned>(pages.size());
-    if (*pageCount < n) {
-      *pageCount = n;
-      return NVML_ERROR_INSUFFICIENT_SIZE;
-    }
-    if (n > 0 && addresses == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-    std::copy(pages.begin(), pages.end(), addresses);
-    *pageCount = n;
-    return NVML_SUCCESS;
-  });
+  return retired_page_list("nvmlDeviceGetRetiredPages", device, cause, pageCount, addresses, nullptr);
+}
+
+GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetRetiredPages_v2(nvmlDevice_t device, int cause, unsigned int* pageCount,
+                                                              unsigned long long* addresses,
+                                                              unsigned long long* timestamps) {
+  return retired_page_list("nvmlDeviceGetRetiredPages_v2", device, cause, pageCount, addresses, timestamps);
 }
 
 GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device, int* isPending) {

@@ -22,6 +22,9 @@ void fill(nvmlProcessInfo_t& info, const GpuProcess& p) {
   info.computeInstanceId = p.gpu_instance ? 0 : kNoInstance;
 }
 
+// Driver 535 predates nvmlDeviceGetRunningProcessDetailList.
+bool predates_detail_list(const Simulator& sim) { return sim.scenario().node.driver_profile == DriverProfile::kR535; }
+
 void fill(nvmlProcessInfo_v1_t& info, const GpuProcess& p) {
   info.pid = p.pid;
   info.usedGpuMemory = static_cast<unsigned long long>(p.used_bytes);
@@ -60,6 +63,42 @@ nvmlReturn_t running_processes(std::string_view function, ListKind kind, bool v3
 }
 
 }  // namespace
+
+// One list for a mode, each process with its protected memory: none, as confidential compute is off on
+// every simulated GPU (nvmlDeviceGetConfComputeProtectedMemoryUsage answers 0 used). Same count probe.
+GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t device,
+                                                                       nvmlProcessDetailList_v1_t* plist) {
+  return any_device_call("nvmlDeviceGetRunningProcessDetailList", device,
+                         [&](Simulator& sim, SimDevice& d, MigDevice* mig, double t) {
+    if (predates_detail_list(sim)) return NVML_ERROR_FUNCTION_NOT_FOUND;
+    if (plist == nullptr || plist->version != nvmlProcessDetailList_v1 || plist->mode > NVML_PROCESS_MODE_ALL) {
+      return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    std::vector<GpuProcess> list;
+    for (const GpuProcess& p : sim.processes(d.index, t)) {
+      const bool wanted = plist->mode == NVML_PROCESS_MODE_ALL ||
+                          (plist->mode == NVML_PROCESS_MODE_COMPUTE && p.type == ProcessType::kCompute) ||
+                          (plist->mode == NVML_PROCESS_MODE_GRAPHICS && p.type == ProcessType::kGraphics);
+      if (wanted && (mig == nullptr || p.gpu_instance == mig->spec.id)) list.push_back(p);
+    }
+    const auto n = static_cast<unsigned>(list.size());
+    if (plist->numProcArrayEntries < n) {
+      plist->numProcArrayEntries = n;
+      return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    if (n > 0 && plist->procArray == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    for (unsigned i = 0; i < n; ++i) {
+      nvmlProcessDetail_v1_t& out = plist->procArray[i];
+      out.pid = list[i].pid;
+      out.usedGpuMemory = static_cast<unsigned long long>(list[i].used_bytes);
+      out.gpuInstanceId = list[i].gpu_instance.value_or(kNoInstance);
+      out.computeInstanceId = list[i].gpu_instance ? 0 : kNoInstance;
+      out.usedGpuCcProtectedMemory = 0;
+    }
+    plist->numProcArrayEntries = n;
+    return NVML_SUCCESS;
+  });
+}
 
 #if !GPUSCOPE_SIM_LEGACY
 GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,

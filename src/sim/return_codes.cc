@@ -44,7 +44,7 @@ constexpr std::array<Code, 29> kCodes{{
      "Ran out of critical resources, other than memory"},
     {NVML_ERROR_FREQ_NOT_SUPPORTED, "NVML_ERROR_FREQ_NOT_SUPPORTED", "Frequency not supported"},
     {NVML_ERROR_ARGUMENT_VERSION_MISMATCH, "NVML_ERROR_ARGUMENT_VERSION_MISMATCH", "Argument Version Mismatch"},
-    {NVML_ERROR_DEPRECATED, "NVML_ERROR_DEPRECATED", "Deprecated"},
+    {NVML_ERROR_DEPRECATED, "NVML_ERROR_DEPRECATED", "Requested functionality has been deprecated"},
     {NVML_ERROR_NOT_READY, "NVML_ERROR_NOT_READY", "Not Ready"},
     {NVML_ERROR_UNKNOWN, "NVML_ERROR_UNKNOWN", "Unknown Error"},
 }};

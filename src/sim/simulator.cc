@@ -176,21 +176,21 @@ HealthCounts Simulator::health(unsigned gpu, double t) const {
   const GpuModel& model = *scenario_.gpus.at(gpu).model;
   const Noise noise(scenario_.seed, gpu);
   std::uint64_t page = 0;
-  const auto retire = [&](int cause) {
+  const auto retire = [&](int cause, double at_s) {
     // 4 KiB pages somewhere in the frame buffer; the address only has to be stable.
     const std::uint64_t pages = model.memory_mib * 256;
-    h.retired_pages.push_back({cause, (noise.bits(Signal::kRetiredPage, page++) % pages) * 4096});
+    h.retired_pages.push_back({cause, (noise.bits(Signal::kRetiredPage, page++) % pages) * 4096, at_s});
   };
   for (const ScenarioEvent& e : scenario_.events) {
     if (e.gpu != gpu || e.at_s > t) continue;
     switch (e.kind) {
       case EventKind::kSingleBitEcc:
         h.sbe += e.count;
-        if (model.has_page_retirement() && e.count >= 2) retire(NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS);
+        if (model.has_page_retirement() && e.count >= 2) retire(NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS, e.at_s);
         break;
       case EventKind::kDoubleBitEcc:
         h.dbe += e.count;
-        if (model.has_page_retirement()) retire(NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR);
+        if (model.has_page_retirement()) retire(NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR, e.at_s);
         break;
       case EventKind::kRowRemap:
         switch (e.remap) {

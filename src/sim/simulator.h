@@ -48,6 +48,7 @@ struct MigDevice {
 struct RetiredPage {
   int cause;  // nvmlPageRetirementCause_t
   unsigned long long address;
+  double at_s = 0;  // scenario time of the ECC event that retired it
 };
 
 // ECC and memory-repair state of one GPU at a time, from the scenario's events so far.

@@ -1,5 +1,6 @@
 #include "top/remote_reader.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -46,7 +47,36 @@ void read_processes(const json& procs, GpuFrame& g) {
     row.command = p.value("command_line", p.value("name", std::string()));
     if (const auto it = p.find("used_memory_bytes"); it != p.end() && it->is_number()) row.memory_bytes = it->get<std::uint64_t>();
     if (auto sm = number(p, "sm_utilization_ratio", 100)) row.sm_percent = sm;
+    if (const auto it = p.find("gpu_instance_id"); it != p.end() && it->is_number_unsigned()) {
+      row.gpu_instance_id = it->get<unsigned>();
+    }
     g.processes.push_back(std::move(row));
+  }
+}
+
+// The agent lists every MIG device; top shows one row per GPU instance, its first MIG device (memory and
+// GPM are the GPU instance's, as exporter::gpu_instances_of picks them for the local top).
+void read_mig_instances(const json& instances, GpuFrame& g) {
+  if (!instances.is_array()) return;
+  for (const auto& m : instances) {
+    if (!m.is_object()) continue;
+    const unsigned gi = m.value("gpu_instance_id", 0u);
+    if (std::ranges::any_of(g.mig_instances, [&](const MigInstanceFrame& f) { return f.gpu_instance_id == gi; })) {
+      continue;
+    }
+    MigInstanceFrame f;
+    f.gpu_instance_id = gi;
+    f.profile = m.value("profile", std::string());
+    f.uuid = m.value("uuid", std::string());
+    if (const auto it = m.find("values"); it != m.end() && it->is_object()) {
+      f.memory_used_mib = number(*it, "fb_used_mib");
+      f.memory_total_mib = number(*it, "fb_total_mib");
+      f.sm_active = number(*it, "sm_active_ratio", 100);
+      f.tensor_active = number(*it, "pipe_tensor_active_ratio", 100);
+    }
+    const std::string pod = m.value("pod", std::string());
+    if (!pod.empty()) f.pod = m.value("namespace", std::string()) + "/" + pod;
+    g.mig_instances.push_back(std::move(f));
   }
 }
 
@@ -66,7 +96,18 @@ void read_verdicts(const json& doc, Frame& frame) {
           if (f.is_object()) v.findings.push_back(f.value("id", std::string()));
         }
       }
-      g.verdict = std::move(v);
+      // A MIG instance's verdict (its series carry GPU_I_ID) goes to its row, never to its GPU's.
+      std::string instance;
+      if (const auto labels = d.find("labels"); labels != d.end() && labels->is_object()) {
+        instance = labels->value("GPU_I_ID", std::string());
+      }
+      if (instance.empty()) {
+        g.verdict = std::move(v);
+        continue;
+      }
+      for (auto& m : g.mig_instances) {
+        if (std::to_string(m.gpu_instance_id) == instance) m.verdict = v;
+      }
     }
   }
 }
@@ -103,6 +144,9 @@ std::expected<Frame, std::string> RemoteReader::frame_of(std::string_view gpus_j
     } else {
       if (const auto it = gj.find("values"); it != gj.end() && it->is_object()) read_values(*it, g);
       if (const auto it = gj.find("processes"); it != gj.end()) read_processes(*it, g);
+      if (const auto it = gj.find("mig_instances"); it != gj.end() && gj.value("mig_enabled", false)) {
+        read_mig_instances(*it, g);
+      }
     }
     frame.gpus.push_back(std::move(g));
   }

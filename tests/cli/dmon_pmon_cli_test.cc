@@ -131,8 +131,9 @@ TEST_F(DmonPmonCli, PmonRowsOfASimulatedScenario) {
   const auto lines = testing::output_lines(r.out);
   ASSERT_EQ(lines.size(), 6u) << r.out;  // the header once, 2 sets x 2 processes
   EXPECT_EQ(lines[0], "# gpu         pid   type     sm    mem    enc    dec    jpg    ofa     fb   ccpm    command ");
-  // A 550 driver has nvmlDeviceGetProcessesUtilizationInfo: jpg and ofa are read (the simulator's are 0).
-  const std::regex first(R"(    0 +(\d+)     C +(\d+) +(\d+)      0      0      0      0 +(\d+)      -    (.{15}))");
+  // A 550 driver has nvmlDeviceGetProcessesUtilizationInfo: jpg and ofa are read (the simulator's are 0);
+  // and nvmlDeviceGetRunningProcessDetailList: ccpm is read (0, confidential compute off).
+  const std::regex first(R"(    0 +(\d+)     C +(\d+) +(\d+)      0      0      0      0 +(\d+)      0    (.{15}))");
   auto util = golden({"query", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits", "-i", "0"});
   const int gpu_util = std::stoi(util.out);
   int sm_sum = 0;
@@ -150,7 +151,7 @@ TEST_F(DmonPmonCli, PmonRowsOfASimulatedScenario) {
   EXPECT_EQ(by_pid["1001"], std::make_pair(std::string("4416"), std::string("python eval.py ")));
   // The clock is frozen: no utilization sample is newer than the first set's, so the second shows '-'.
   for (int i : {4, 5}) {
-    EXPECT_TRUE(std::regex_match(lines[i], std::regex(R"(    0 +100[01]     C( {6}-){6} +\d+      -    python.*)")))
+    EXPECT_TRUE(std::regex_match(lines[i], std::regex(R"(    0 +100[01]     C( {6}-){6} +\d+      0    python.*)")))
         << lines[i];
   }
 }
@@ -165,6 +166,16 @@ TEST_F(DmonPmonCli, PmonOnAnOlderDriverHasNoJpgOrOfa) {
   ASSERT_EQ(lines.size(), 3u) << r.out;
   EXPECT_TRUE(std::regex_match(lines[2], std::regex(R"(    0 +\d+     C +\d+ +\d+      0      0      -      -    python.*)")))
       << lines[2];
+}
+
+// Driver 535 predates nvmlDeviceGetRunningProcessDetailList: ccpm is '-', fb still read.
+TEST_F(DmonPmonCli, PmonCcpmNeedsTheProcessDetailList) {
+  auto r = testing::run_simulated(std::string(GPUSCOPE_SOURCE_DIR) + "/scenarios/driver_r535.yaml",
+                                  {"pmon", "-s", "m", "-c", "1", "-i", "0"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto lines = testing::output_lines(r.out);
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  EXPECT_TRUE(std::regex_match(lines[2], std::regex(R"(    0 +\d+     C +[1-9]\d*      -    python.*)"))) << lines[2];
 }
 
 TEST_F(DmonPmonCli, PmonWithDateAndTime) {

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -196,7 +197,8 @@ TEST(GrafanaDashboard, RowsGoByFailureModeWithTheirSeriesAndUnits) {
     if (p["type"] == "row") rows.push_back(p["title"]);
     by_title[p["title"]] = p;
   }
-  EXPECT_THAT(rows, ::testing::ElementsAre("Health", "Throughput", "Bottlenecks", "Cost and waste", "Diagnosis", "Training"));
+  EXPECT_THAT(rows, ::testing::ElementsAre("Health", "Throughput", "Bottlenecks", "MIG", "Cost and waste", "Diagnosis",
+                                           "Training"));
 
   const json& temp = by_title["GPU temperature"];
   EXPECT_THAT(temp["targets"][0]["expr"].get<std::string>(), HasSubstr("DCGM_FI_DEV_GPU_TEMP{"));
@@ -244,6 +246,71 @@ TEST(GrafanaDashboard, RowsGoByFailureModeWithTheirSeriesAndUnits) {
       EXPECT_TRUE((*it)[1] == "$__rate_interval" || (*it)[1] == "$__range") << q.where << ": " << q.expr;
     }
   }
+}
+
+// A GPU in MIG mode has its memory and profiling fields per GPU instance only (GPU_I_PROFILE, GPU_I_ID): every
+// query of such a field says whether it wants whole GPUs or instances, so no panel mixes them under one legend,
+// and each panel that draws a whole GPU's SM activity or memory draws the instances beside it.
+TEST(GrafanaDashboard, MigInstancesHaveTheirOwnQueriesLegendsAndRow) {
+  const json d = dashboard();
+  const std::regex instance_field(
+      R"((DCGM_FI_DEV_FB_(TOTAL|FREE|USED|RESERVED)|DCGM_FI_PROF_(GR_ENGINE_ACTIVE|SM_ACTIVE|SM_OCCUPANCY|)"
+      R"(PIPE_TENSOR_ACTIVE|DRAM_ACTIVE|PIPE_FP(64|32|16)_ACTIVE))\{([^}]*)\})");
+  int selectors = 0;
+  for (const Query& q : all_queries(d)) {
+    for (std::sregex_iterator it(q.expr.begin(), q.expr.end(), instance_field), end; it != end; ++it) {
+      ++selectors;
+      const std::string matchers = (*it)[5];
+      EXPECT_TRUE(matchers.find("GPU_I_ID=\"\"") != std::string::npos ||
+                  matchers.find("GPU_I_ID!=\"\"") != std::string::npos)
+          << q.where << ": " << q.expr;
+    }
+  }
+  EXPECT_GT(selectors, 10);
+
+  std::map<std::string, json> by_title;
+  for (const json& p : d["panels"]) by_title[p["title"]] = p;
+  const std::string instance_legend = "GPU {{gpu}} MIG {{GPU_I_PROFILE}} #{{GPU_I_ID}} {{Hostname}}";
+  for (const auto& [title, ref, prefix] : std::vector<std::tuple<std::string, int, std::string>>{
+           {"Utilization vs SM active", 2, "SM active "},
+           {"SM occupancy", 1, ""},
+           {"Tensor core active", 1, ""},
+           {"PCIe RX vs DRAM active", 2, "DRAM active "},
+           {"GPU memory used", 1, ""}}) {
+    const json& targets = by_title[title]["targets"];
+    ASSERT_EQ(targets.size(), static_cast<std::size_t>(ref + 1)) << title;
+    EXPECT_THAT(targets[ref - 1]["expr"].get<std::string>(), HasSubstr("GPU_I_ID=\"\"")) << title;
+    EXPECT_THAT(targets[ref]["expr"].get<std::string>(), HasSubstr("GPU_I_ID!=\"\"")) << title;
+    EXPECT_EQ(targets[ref]["legendFormat"], prefix + instance_legend) << title;
+  }
+  // The instances' SM active is dashed like the whole GPUs'.
+  EXPECT_THAT(by_title["Utilization vs SM active"]["fieldConfig"]["overrides"].dump(),
+              HasSubstr(R"("matcher":{"id":"byFrameRefID","options":"C"})"));
+
+  std::vector<std::string> mig_row;
+  bool in_mig = false;
+  for (const json& p : d["panels"]) {
+    if (p["type"] == "row") in_mig = p["title"] == "MIG";
+    else if (in_mig) mig_row.push_back(p["title"]);
+  }
+  EXPECT_THAT(mig_row,
+              ::testing::ElementsAre("MIG instances per GPU", "SM active per MIG GPU", "SM active per MIG instance",
+                                     "Memory used per MIG instance", "Idle MIG instances over the time range"));
+  EXPECT_EQ(by_title["MIG instances per GPU"]["targets"][0]["expr"],
+            R"(count by (Hostname, gpu) (gpuscope_mig_instance_slices{Hostname=~"$Hostname", gpu=~"$gpu"}))");
+  // SM-weighted: the instances' SM active times their SMs, over the SMs of the instances that have a value.
+  EXPECT_EQ(by_title["SM active per MIG GPU"]["targets"][0]["expr"],
+            R"(sum by (Hostname, gpu) (DCGM_FI_PROF_SM_ACTIVE{Hostname=~"$Hostname", gpu=~"$gpu", GPU_I_ID!=""})"
+            R"( * on (Hostname, gpu, GPU_I_ID) group_left ())"
+            R"( gpuscope_mig_instance_sms{Hostname=~"$Hostname", gpu=~"$gpu"})"
+            R"() / sum by (Hostname, gpu) (gpuscope_mig_instance_sms{Hostname=~"$Hostname", gpu=~"$gpu"} and on)"
+            R"( (Hostname, gpu, GPU_I_ID) DCGM_FI_PROF_SM_ACTIVE{Hostname=~"$Hostname", gpu=~"$gpu", GPU_I_ID!=""}))");
+  const json& idle = by_title["Idle MIG instances over the time range"];
+  EXPECT_EQ(idle["type"], "table");
+  const std::string idle_expr = idle["targets"][0]["expr"];
+  EXPECT_THAT(idle_expr, HasSubstr("max_over_time(DCGM_FI_PROF_SM_ACTIVE{Hostname=~\"$Hostname\", gpu=~\"$gpu\", "
+                                   "GPU_I_ID!=\"\"}[$__range]) < 0.05"));
+  EXPECT_THAT(idle_expr, HasSubstr("[$__range]) <= 1024"));
 }
 
 TEST(GrafanaDashboard, VerdictTimelineNumbersTheDiagnosisOwnVerdicts) {

@@ -85,8 +85,8 @@ TEST(QueryArgs, ComputeApps) {
 }
 
 TEST(QueryArgs, ExactlyOneQuery) {
-  expect_usage(parse_query({}), "query needs --query-gpu=NAMES, --query-compute-apps=NAMES, --query-remapped-rows=NAMES "
-                                "or --query-mig=NAMES");
+  expect_usage(parse_query({}), "query needs --query-gpu=NAMES, --query-compute-apps=NAMES, --query-remapped-rows=NAMES, "
+                                "--query-retired-pages=NAMES or --query-mig=NAMES");
   expect_usage(parse_query({"--query-gpu=index", "--query-compute-apps=pid"}),
                "--query-gpu and --query-compute-apps cannot be combined");
 }

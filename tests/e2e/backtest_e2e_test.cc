@@ -104,6 +104,11 @@ std::vector<ScenarioCase> cases() {
       {"driver_r535.yaml", {}},
       {"memory_bound.yaml", {}},
       {"nvml_errors.yaml", {}},
+      // MIG: nothing fires within the hour. The idle 1g.10gb (#8) and the memory-holding instances live
+      // 20 and 10 minutes, less than their idle alerts' `for` (timeline in MigInstancesAreJudgedAlone);
+      // instances are no peers of whole GPUs, so no straggler, tensor or data-starved alert either (the
+      // pack joined them on UUID alone and fired GpuTensorCoresUnused on the idle #8 at 20m).
+      {"mig.yaml", {}},
   };
 }
 
@@ -151,9 +156,6 @@ TEST(Backtest, EveryScenarioHasACase) {
   // Scenarios the agent cannot run through (no driver) or that only slow the reading down.
   covered.insert("driver_not_loaded.yaml");
   covered.insert("slow_calls.yaml");
-  // MIG: which alerts its instances fire depends on the per-instance export and rules (MIG work in
-  // progress, notes/mig_design.md); its case comes with them.
-  covered.insert("mig.yaml");
   for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(GPUSCOPE_SOURCE_DIR) / "scenarios")) {
     if (entry.path().extension() != ".yaml") continue;
     EXPECT_TRUE(covered.contains(entry.path().filename().string())) << entry.path() << " has no backtest case";
@@ -210,6 +212,59 @@ TEST(Backtest, ADegradingFabricPortAlertsPerKindAndGivesItsGpuTheNetworkVerdict)
   // The port starts failing at 8m; the diagnosis runs every 30 s and needs two fabric readings with errors.
   EXPECT_GE((*first_network)["offset_seconds"].get<double>(), 8 * 60);
   EXPECT_LE((*first_network)["offset_seconds"].get<double>(), 9 * 60);
+}
+
+// scenarios/mig.yaml, GPU 0 in MIG mode until 20m: 3g.40gb #2 training, 2g.20gb #4 serving bursts (until
+// 10m, 12 GiB held), 1g.10gb #7 data-starved (6 GiB), 1g.10gb #8 idle (no process). Each instance is
+// judged on its own memory and SM activity and priced at its slices of 7: with the H100 at 7 USD an hour a
+// 1g.10gb costs 1 USD. #8 is idle from the first evaluation until MIG goes off at 20m (GpuIdle pending,
+// never firing: its `for` is 30m); the GPU itself is never idle (it has no utilization in MIG mode) and no
+// busy instance is. #7's diagnosis says input_starved and its GpuHostBound names its own verdict.
+TEST(Backtest, MigInstancesAreJudgedAlone) {
+  auto r = run_command({kExe, "backtest", "--scenario", scenario("mig.yaml"), "--duration", "1h", "--price-override",
+                        "H100.*HBM3=7", "--format", "json"},
+                       {}, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json report = json::parse(r.out);
+  std::map<std::string, std::vector<std::pair<std::string, double>>> idle;  // GPU_I_ID -> (state, minute)
+  bool host_bound_7 = false;
+  for (const json& e : report["events"]) {
+    const std::string name = e["alertname"];
+    const json& labels = e["labels"];
+    const std::string instance = labels.value("GPU_I_ID", "");
+    const double minute = e["offset_seconds"].get<double>() / 60;
+    EXPECT_NE(e["state"], "firing") << e.dump();
+    if (!instance.empty()) {
+      EXPECT_EQ(labels["gpu"], "0") << e.dump();
+      EXPECT_LT(minute, 27) << "an instance outlived MIG mode (off at 20m): " << e.dump();
+      // Peer comparisons and utilization-gated rules are for whole GPUs.
+      EXPECT_TRUE(name != "GpuStraggler" && name != "GpuDataStarved" && name != "GpuTensorCoresUnused") << e.dump();
+    }
+    if (name == "GpuIdle") {
+      idle[instance].emplace_back(e["state"].get<std::string>(), minute);
+      if (e["state"] == "pending") {
+        EXPECT_EQ(labels["GPU_I_PROFILE"], "1g.10gb");
+        EXPECT_EQ(e["annotations"]["summary"],
+                  "GPU 0 MIG instance 8 (1g.10gb) on mig-h100-01 has done no work for over 30 minutes, "
+                  "wasting $1.00/hour");
+      }
+    }
+    if (name == "GpuHostBound" && instance == "7" && e["state"] == "pending") {
+      host_bound_7 = true;
+      EXPECT_EQ(e["annotations"]["summary"],
+                "GPU 0 MIG instance 7 (1g.10gb) on mig-h100-01 has waited on the host for 30 minutes: input_starved");
+    }
+  }
+  ASSERT_EQ(idle.size(), 1u) << "GpuIdle on something else than instance 8";
+  ASSERT_TRUE(idle.contains("8"));
+  const auto& timeline = idle["8"];
+  ASSERT_EQ(timeline.size(), 2u);
+  EXPECT_EQ(timeline[0].first, "pending");
+  EXPECT_LE(timeline[0].second, 2);
+  EXPECT_EQ(timeline[1].first, "inactive");
+  EXPECT_GE(timeline[1].second, 20);
+  EXPECT_LE(timeline[1].second, 26);  // the instance's series end when MIG goes off
+  EXPECT_TRUE(host_bound_7);
 }
 
 TEST(Backtest, TableOutputAndErrors) {

@@ -22,8 +22,11 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "e2e/agent_fixture.h"
 #include "e2e/command_runner.h"
+#include "e2e/http_client.h"
 
 namespace gpuscope::e2e {
 namespace {
@@ -380,6 +383,62 @@ TEST(TopE2e, UrlReadsARunningAgentAndItsVerdicts) {
   expect_fits(s, 100, 30);
   EXPECT_TRUE(has(s, "dgx-h100-demo-01  8 GPUs  " + url)) << s;
   EXPECT_TRUE(has(s, "7 H100 80GB HBM3")) << s;
+}
+
+// scenarios/mig.yaml at 5m: GPU 0 in MIG mode with GPU instances 2 (3g.40gb), 4 (2g.20gb), 7 and 8 (1g.10gb).
+TEST(TopE2e, UrlShowsAMigGpusInstanceRowsAsTheLocalTopDoes) {
+  REQUIRE_TMUX();
+  const auto env = frozen_env(300);
+  Agent agent({"--simulate=" + scenario("mig.yaml"), "serve", "--listen", "127.0.0.1:0"}, env);
+  ASSERT_TRUE(agent.ready());
+  const auto api = nlohmann::json::parse(http_get(agent.port, "/api/v1/gpus").body);
+  const auto& g0 = api["gpus"][0];
+  EXPECT_EQ(g0["mig_enabled"], true);
+  ASSERT_EQ(g0["mig_instances"].size(), 4u) << g0.dump();
+  std::vector<std::pair<unsigned, std::string>> instances;
+  for (const auto& m : g0["mig_instances"]) instances.emplace_back(m["gpu_instance_id"].get<unsigned>(), m["profile"].get<std::string>());
+  EXPECT_EQ(instances, (std::vector<std::pair<unsigned, std::string>>{
+                           {2, "3g.40gb"}, {4, "2g.20gb"}, {7, "1g.10gb"}, {8, "1g.10gb"}}));
+  for (const auto& m : g0["mig_instances"]) {
+    EXPECT_TRUE(m["uuid"].get<std::string>().starts_with("MIG-")) << m.dump();
+    EXPECT_GT(m["values"]["fb_total_mib"].get<double>(), 0) << m.dump();
+  }
+  for (const auto& p : g0["processes"]) {
+    if (p["pid"] == 5001) {
+      EXPECT_EQ(p["gpu_instance_id"], 2) << p.dump();
+    }
+  }
+  EXPECT_EQ(api["gpus"][1]["mig_enabled"], false);
+  EXPECT_FALSE(api["gpus"][1].contains("mig_instances"));
+
+  // The instance rows of `top --url` and of the local top on the same frozen reading: the same text from the
+  // id to the process count.
+  const auto row = [](const std::string& screen, const std::string& id) {
+    for (const auto& l : lines_of(screen)) {
+      const auto at = l.find(id);
+      const auto procs = l.find(" proc", at == std::string::npos ? 0 : at);
+      if (at != std::string::npos && procs != std::string::npos) return l.substr(at, procs - at);
+    }
+    return std::string();
+  };
+  const auto all_rows = [](const std::string& s) {
+    return has(s, "├ 0/2   3g.40gb") && has(s, "├ 0/4   2g.20gb") && has(s, "├ 0/7   1g.10gb") && has(s, "└ 0/8   1g.10gb");
+  };
+  const std::string url = "http://127.0.0.1:" + std::to_string(agent.port);
+  TmuxTop remote(150, 40, {"top", "--url", url}, {});
+  const std::string remote_screen = remote.wait_for(all_rows);
+  TmuxTop local(150, 40, {"--simulate=" + scenario("mig.yaml"), "top"}, env);
+  const std::string local_screen = local.wait_for(all_rows);
+  for (const char* id : {"0/2 ", "0/4 ", "0/7 ", "0/8 "}) {
+    EXPECT_FALSE(row(remote_screen, id).empty()) << id << "\n" << remote_screen;
+    EXPECT_EQ(row(remote_screen, id), row(local_screen, id)) << remote_screen << "\n" << local_screen;
+  }
+  // The process table names the instance of a MIG process.
+  EXPECT_TRUE(has(remote_screen, "0/2")) << remote_screen;
+  remote.keys({"q"});
+  local.keys({"q"});
+  EXPECT_TRUE(has(remote.wait_for_exit(), "EXITED 0"));
+  EXPECT_TRUE(has(local.wait_for_exit(), "EXITED 0"));
 }
 
 TEST(TopE2e, AnAgentThatDoesNotAnswerIsShownAsReadingAndKeysStillWork) {

@@ -505,6 +505,23 @@ TEST_F(GpuMetrics, HourlyPriceStaysWhileAGpuIsDownAndFollowsHpcJobs) {
 
 // --- processes ---
 
+TEST_F(GpuMetrics, AProcessInAKubernetesPodCarriesItsPodUid) {
+  auto in_pod = process(100, 1ULL << 30, "python", "0123abcd");
+  in_pod.identity.pod_uid = "1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d";
+  gpu(0).processes = {in_pod, process(200, 2ULL << 30, "host")};
+  const std::string l(kGpu0Labels);
+  const std::string text = render();
+  EXPECT_NE(text.find("gpuscope_process_memory_bytes{" + l +
+                      ",pid=\"100\",process_name=\"python\",container_id=\"0123abcd\","
+                      "pod_uid=\"1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d\"} 1073741824\n"),
+            std::string::npos)
+      << text;
+  // A process outside a pod has no such label at all.
+  EXPECT_NE(text.find("gpuscope_process_memory_bytes{" + l + ",pid=\"200\",process_name=\"host\",container_id=\"\"} "),
+            std::string::npos)
+      << text;
+}
+
 TEST_F(GpuMetrics, ProcessSeriesLargestMemoryFirstUpToTheLimit) {
   options.max_processes_per_gpu = 2;
   auto p100 = process(100, 1ULL << 30, "python", "0123abcd");

@@ -274,6 +274,26 @@ TEST_F(MigExport, HpcJobsRepeatEachInstanceSeriesOncePerJob) {
   EXPECT_EQ(p->samples("gpuscope_mig_instance_info").size(), 3u * 2);
 }
 
+TEST_F(MigExport, ATimeSlicedInstancesProcessesGetNoPodLabelsWhileItsSeriesNameTheLastContainer) {
+  // The 3g.40gb time-sliced among several containers: kubernetes_pod names the last of them.
+  snapshot.gpus[0].mig_instances[0].kubernetes_shared = true;
+  const std::string text = render();
+  const auto p = testing::parse_exposition(text, false);
+  ASSERT_TRUE(p.has_value()) << p.error();
+  // The instance's own series keep the container the labelling named (dcgm-exporter's rule for a shared GPU).
+  EXPECT_EQ(p->value("DCGM_FI_DEV_FB_USED", {{"GPU_I_ID", "1"}, {"pod", "train-0"}}), 30000) << text;
+  // Its process: the instance labels, no pod, namespace or container.
+  const std::string process_line = "gpuscope_process_memory_bytes" + instance("3g.40gb", 1) +
+                                   R"(,pid="100",process_name="python3",container_id=""} 2147483648)";
+  EXPECT_NE(text.find(process_line + "\n"), std::string::npos) << text;
+  const auto pid100 = p->samples("gpuscope_process_memory_bytes", {{"pid", "100"}});
+  ASSERT_EQ(pid100.size(), 1u) << text;
+  for (const char* label : {"pod", "namespace", "container"}) EXPECT_FALSE(pid100[0]->labels.contains(label)) << label;
+  // The unshared 1g.10gb's process keeps its container.
+  EXPECT_EQ(p->value("gpuscope_process_memory_bytes", {{"pid", "200"}, {"GPU_I_ID", "13"}, {"pod", "infer-1"}}),
+            1 << 30);
+}
+
 TEST_F(MigExport, AGpuInstanceWithTwoComputeInstancesHasItsSeriesOnceAndAnInfoPerMigDevice) {
   auto& g0 = snapshot.gpus[0];
   // GPU instance 1 split in two compute instances: a second MIG device, in another container.

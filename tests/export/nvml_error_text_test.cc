@@ -18,6 +18,8 @@ TEST(NvmlErrorText, UsesNvmlsWording) {
   EXPECT_EQ(nvml_error_text(13), "Function Not Found");
   EXPECT_EQ(nvml_error_text(15), "GPU is lost");
   EXPECT_EQ(nvml_error_text(16), "GPU requires restart");
+  // nvidia-smi 580's display_mode on the real H100 (query_gpu_all.tsv, nvidia-smi-q.txt).
+  EXPECT_EQ(nvml_error_text(26), "Requested functionality has been deprecated");
   EXPECT_EQ(nvml_error_text(999), "Unknown Error");
 }
 

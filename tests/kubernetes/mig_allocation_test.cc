@@ -127,6 +127,37 @@ TEST(MigAllocation, OldStyleIdsResolveFromTheParentUuidAndTheInstanceIds) {
   EXPECT_EQ(node.gpu_pod_of(0), "legacy/old-2/app");  // its parent is still held
 }
 
+TEST(MigAllocation, GkeDeviceNamesNameGpusTheirSharesAndMigDevices) {
+  MigAllocNode node;
+  node.gpus[0].minor_number = 0;
+  node.gpus[1].minor_number = 1;
+  EXPECT_EQ(device_of("nvidia1/vgpu3"), "nvidia1");
+  EXPECT_EQ(device_of("nvidia0/gi9/vgpu0"), "nvidia0/gi9");
+  EXPECT_EQ(gpu_uuid_of_device("nvidia0/gi9"), "nvidia0");
+  EXPECT_EQ(gpu_uuid_of_device("nvidia12"), "nvidia12");
+  EXPECT_EQ(gpu_uuid_of_device("nvidiafoo"), std::nullopt);
+  EXPECT_EQ(gke_mig_device_name("nvidia0", 2), "nvidia0/gi2");
+  // GKE: GPU 1 time-shared by two pods; GPU 0's GPU instance 2 in one pod, GPU instance 9 shared by two.
+  const std::vector<PodAllocation> pods{gpu_pod("a", "ns", "c", {"nvidia1/vgpu0"}),
+                                        gpu_pod("b", "ns", "c", {"nvidia1/vgpu1"}),
+                                        gpu_pod("train", "ml", "t", {"nvidia0/gi2"}),
+                                        gpu_pod("s1", "ns", "c", {"nvidia0/gi9/vgpu0"}),
+                                        gpu_pod("s2", "ns", "c", {"nvidia0/gi9/vgpu1"})};
+  label_gpus(node.snapshot, node.gpus, DevicePodMap::build(pods));
+  EXPECT_EQ(node.gpu_pod_of(1), "ns/b/c");
+  EXPECT_TRUE(node.snapshot.gpus[1].kubernetes_gpu_shared);
+  EXPECT_EQ(node.pod_of(0), "ml/train/t");
+  EXPECT_FALSE(node.mig_gpu().mig_instances[0].kubernetes_shared);
+  EXPECT_EQ(node.pod_of(1), "");  // GPU instance 3: nobody's
+  EXPECT_EQ(node.pod_of(2), "ns/s2/c");
+  EXPECT_TRUE(node.mig_gpu().mig_instances[2].kubernetes_shared);
+  EXPECT_TRUE(node.mig_gpu().kubernetes_gpu_shared);
+  // One GKE pod holding a whole GPU: unshared, that pod.
+  label_gpus(node.snapshot, node.gpus, DevicePodMap::build(std::vector<PodAllocation>{gpu_pod("w", "ns", "c", {"nvidia1"})}));
+  EXPECT_EQ(node.gpu_pod_of(1), "ns/w/c");
+  EXPECT_FALSE(node.snapshot.gpus[1].kubernetes_gpu_shared);
+}
+
 TEST(MigAllocation, ATimeSlicedMigDeviceNamesItsLastContainerAndCountsBoth) {
   MigAllocNode node;
   const std::vector<PodAllocation> pods{
@@ -138,6 +169,35 @@ TEST(MigAllocation, ATimeSlicedMigDeviceNamesItsLastContainerAndCountsBoth) {
   label_gpus(node.snapshot, node.gpus, map);
   EXPECT_EQ(node.pod_of(0), "ns/b/c");
   EXPECT_TRUE(node.mig_gpu().kubernetes_gpu_shared);
+  // The 3g.40gb itself is shared (its processes get no pod labels); the others are not.
+  EXPECT_TRUE(node.mig_gpu().mig_instances[0].kubernetes_shared);
+  EXPECT_FALSE(node.mig_gpu().mig_instances[1].kubernetes_shared);
+  EXPECT_FALSE(node.mig_gpu().mig_instances[2].kubernetes_shared);
+
+  // Both shares in one container (two replicas of one device): one holder, not shared.
+  const std::vector<PodAllocation> one{gpu_pod("a", "ns", "c",
+                                               {std::string(kMig3g) + "::0", std::string(kMig3g) + "::1"},
+                                               "nvidia.com/mig-3g.40gb")};
+  label_gpus(node.snapshot, node.gpus, DevicePodMap::build(one));
+  EXPECT_EQ(node.pod_of(0), "ns/a/c");
+  EXPECT_FALSE(node.mig_gpu().mig_instances[0].kubernetes_shared);
+  EXPECT_FALSE(node.mig_gpu().kubernetes_gpu_shared);
+
+  // Shared again, then the second pod gone: the flag is cleared at the next labelling.
+  label_gpus(node.snapshot, node.gpus, map);
+  ASSERT_TRUE(node.mig_gpu().mig_instances[0].kubernetes_shared);
+  label_gpus(node.snapshot, node.gpus, DevicePodMap::build(std::vector<PodAllocation>{pods[0]}));
+  EXPECT_EQ(node.pod_of(0), "ns/a/c");
+  EXPECT_FALSE(node.mig_gpu().mig_instances[0].kubernetes_shared);
+}
+
+TEST(MigAllocation, ADifferentContainerOnEachInstanceSharesTheGpuButNoInstance) {
+  MigAllocNode node;
+  const std::vector<PodAllocation> pods{gpu_pod("train-0", "ml", "trainer", {kMig3g}, "nvidia.com/mig-3g.40gb"),
+                                        gpu_pod("infer-1", "serving", "server", {kMig1g}, "nvidia.com/mig-1g.10gb")};
+  label_gpus(node.snapshot, node.gpus, DevicePodMap::build(pods));
+  EXPECT_TRUE(node.mig_gpu().kubernetes_gpu_shared);
+  for (const auto& instance : node.mig_gpu().mig_instances) EXPECT_FALSE(instance.kubernetes_shared) << instance.uuid;
 }
 
 TEST(MigAllocation, AnInstanceLosesAStaleContainerWhenItsPodIsGone) {

@@ -105,9 +105,11 @@ TEST(PodAllocationMap, MigDevicesOfOneGpuInTwoPodsCountTwoContainers) {
   EXPECT_EQ(map.pods(), 2u);
 }
 
-TEST(PodAllocationMap, DeviceIdsThatAreNoUuidAreKeptButNameNoGpu) {
-  EXPECT_EQ(gpu_uuid_of_device("nvidia0/gi1"), std::nullopt);
+TEST(PodAllocationMap, DeviceIdsThatAreNeitherUuidsNorGkeNamesNameNoGpu) {
+  EXPECT_EQ(gpu_uuid_of_device("nvidia0/gi1"), std::optional<std::string>("nvidia0"));  // GKE's MIG device
   EXPECT_EQ(gpu_uuid_of_device("0"), std::nullopt);
+  EXPECT_EQ(gpu_uuid_of_device("nvidia"), std::nullopt);
+  EXPECT_EQ(gpu_uuid_of_device("nvidia0x"), std::nullopt);
   EXPECT_EQ(gpu_uuid_of_device(std::string(kGpuA) + "::7"), std::optional<std::string>(kGpuA));
 }
 

@@ -158,7 +158,7 @@ TEST(ServeKubernetes, BadFlagsAreOneLineUsageErrors) {
       {{"--kubernetes", "--kubernetes.refresh-interval", "soon"}, "'soon' for --kubernetes.refresh-interval"},
       {{"--kubernetes", "--kubernetes.pod-resources-socket", "kubelet.sock"}, "'kubelet.sock' for --kubernetes.pod-resources-socket"},
       {{"--kubernetes", "--kubernetes.pod-resources-socket", "/" + std::string(120, 'k')}, "--kubernetes.pod-resources-socket"},
-      {{"--kubernetes", "--kubernetes-gpu-id-type", "device-name"}, "'device-name' for --kubernetes-gpu-id-type"},
+      {{"--kubernetes", "--kubernetes-gpu-id-type", "uuid"}, "'uuid' for --kubernetes-gpu-id-type"},
       {{"--kubernetes.refresh-interval", "10s"}, "need --kubernetes"},
   };
   for (const auto& [flags, expected] : cases) {
@@ -169,11 +169,13 @@ TEST(ServeKubernetes, BadFlagsAreOneLineUsageErrors) {
     EXPECT_NE(r.err.find(expected), std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
-  // dcgm-exporter's spelling of its arguments is taken as it is.
-  std::vector<std::string> argv{GPUSCOPE_EXE, "--nvml-lib", "/nonexistent/gpuscope-k8s-test/libnvidia-ml.so.1", "serve",
-                                "--kubernetes=true", "--kubernetes-gpu-id-type", "uid"};
-  const auto r = e2e::run_command(argv);
-  EXPECT_EQ(r.exit_code, 3) << "past the flags, at loading NVML: " << r.err;
+  // dcgm-exporter's spelling of its arguments is taken as it is, with either id type.
+  for (const char* type : {"uid", "device-name"}) {
+    std::vector<std::string> argv{GPUSCOPE_EXE, "--nvml-lib", "/nonexistent/gpuscope-k8s-test/libnvidia-ml.so.1", "serve",
+                                  "--kubernetes=true", "--kubernetes-gpu-id-type", type};
+    const auto r = e2e::run_command(argv);
+    EXPECT_EQ(r.exit_code, 3) << type << ": past the flags, at loading NVML: " << r.err;
+  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -87,6 +88,24 @@ TEST(ContainerId, RecognisesRuntimes) {
   EXPECT_EQ(ProcessResolver::container_id_from_cgroup(""), "");
   // 63 hex digits is not an id.
   EXPECT_EQ(ProcessResolver::container_id_from_cgroup("0::/docker/" + kId.substr(1) + "\n"), "");
+}
+
+TEST(PodUid, FromTheKubeletsCgroupUnderEitherDriver) {
+  const std::string uid = "1b2c3d4e-5f60-4a7b-8c9d-0e1f2a3b4c5d";
+  std::string underscored = uid;
+  std::replace(underscored.begin(), underscored.end(), '-', '_');
+  // cgroup v1 with the cgroupfs driver, and v2 with the systemd driver (the UUID's dashes as '_').
+  EXPECT_EQ(ProcessResolver::pod_uid_from_cgroup("12:memory:/kubepods/burstable/pod" + uid + "/" + kId + "\n"), uid);
+  EXPECT_EQ(ProcessResolver::pod_uid_from_cgroup("11:cpu:/kubepods/pod" + uid + "/" + kId + "\n"), uid);
+  EXPECT_EQ(ProcessResolver::pod_uid_from_cgroup("0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" +
+                                                 underscored + ".slice/cri-containerd-" + kId + ".scope\n"),
+            uid);
+  // Not a pod: a container outside Kubernetes, a host process, a "pod" that is not followed by a UUID.
+  EXPECT_EQ(ProcessResolver::pod_uid_from_cgroup("0::/system.slice/docker-" + kId + ".scope\n"), "");
+  EXPECT_EQ(ProcessResolver::pod_uid_from_cgroup("0::/user.slice/user-1000.slice/session-2.scope\n"), "");
+  EXPECT_EQ(ProcessResolver::pod_uid_from_cgroup("0::/kubepods.slice/kubepods-pod1234.slice\n"), "");
+  EXPECT_EQ(ProcessResolver::pod_uid_from_cgroup("0::/kubepods/pod" + uid.substr(0, 35) + "\n"), "");
+  EXPECT_EQ(ProcessResolver::pod_uid_from_cgroup(""), "");
 }
 
 }  // namespace

@@ -190,8 +190,10 @@ TEST(Head, ReadersSeeConsistentSeriesWhileOneWriterAppends) {
   auto value = [](int k, std::int64_t t) { return k * 1000.0 + static_cast<double>((t - kT0) / 1000) * 0.5; };
 
   std::atomic<bool> done{false};
-  std::atomic<int> failures{0}, reads{0};
+  std::atomic<int> failures{0}, reads{0}, readers_started{0};
   std::thread writer([&] {
+    // On a loaded machine the writer could finish before any reader ran: then nothing was read concurrently.
+    while (readers_started.load() < 3) std::this_thread::yield();
     std::vector<LabeledValue> reading;
     for (int i = 0; i < kReadings; ++i) {
       const std::int64_t t = kT0 + i * 1000;
@@ -208,7 +210,8 @@ TEST(Head, ReadersSeeConsistentSeriesWhileOneWriterAppends) {
   std::vector<std::thread> readers;
   for (int r = 0; r < 3; ++r) {
     readers.emplace_back([&, r] {
-      while (!done) {
+      readers_started.fetch_add(1);
+      do {  // at least one read, however late this thread runs
         const LabelMatcher m[] = {matcher(LabelMatcher::Op::kEqual, "__name__", "m" + std::to_string(r))};
         auto sel = head.select(m, INT64_MIN, INT64_MAX);
         if (!sel) {
@@ -226,7 +229,7 @@ TEST(Head, ReadersSeeConsistentSeriesWhileOneWriterAppends) {
         (void)head.stats();
         (void)head.label_values("gpu", m, INT64_MIN, INT64_MAX);
         reads.fetch_add(1);
-      }
+      } while (!done);
     });
   }
   writer.join();

@@ -1,5 +1,6 @@
 // GpuCards: one card per GPU (index, name, up or lost, the diagnosis verdict, memory, power against its
-// limit, temperature, utilization against SM active, price per hour). The cards are built once per
+// limit, temperature, utilization against SM active, price per hour), and on a GPU in MIG mode one row
+// per GPU instance (its id "0/2", profile, SM active, memory, own verdict). The cards are built once per
 // inventory; a refresh only rewrites their values. Every shown value carries data-field (the key of
 // api/v1/gpus `values`) and data-value (the number as the API gave it) so a test can compare them.
 
@@ -43,6 +44,49 @@ function show(target, raw, text, extraFields = {}) {
   for (const [k, v] of Object.entries(extraFields)) target.dataset[k] = typeof v === 'number' ? String(v) : '';
 }
 
+// The GPU instances of a GPU in MIG mode, each once: the API lists every MIG device, and the devices of
+// one GPU instance (its compute instances) share its memory and activity.
+function gpuInstances(gpu) {
+  if (gpu.mig_enabled !== true || !Array.isArray(gpu.mig_instances)) return [];
+  const seen = new Set();
+  return gpu.mig_instances.filter((m) => !seen.has(m.gpu_instance_id) && seen.add(m.gpu_instance_id));
+}
+
+// One GPU instance's row: id and profile, SM active, memory used / total, its verdict.
+class MigRow {
+  constructor(gpuIndex, instance) {
+    this.el = el('div', 'mig-row');
+    this.el.dataset.gpuInstance = String(instance.gpu_instance_id);
+    const id = el('span', 'mig-id', `${gpuIndex}/${instance.gpu_instance_id}`);
+    id.title = instance.uuid || '';
+    this.profile = el('span', 'mig-profile', instance.profile || '');
+    this.sm = el('span', 'mig-sm', kMissing);
+    this.sm.dataset.field = 'sm_active_ratio';
+    this.memory = el('span', 'mig-memory', kMissing);
+    this.memory.dataset.field = 'fb_used_mib';
+    this.verdict = el('span', 'mig-verdict', '');
+    this.verdict.dataset.verdict = '';
+    this.pod = el('span', 'mig-pod', '');
+    this.el.append(id, this.profile, this.sm, this.memory, this.verdict, this.pod);
+  }
+
+  update(instance) {
+    const v = instance.values || {};
+    const sm = v.sm_active_ratio;
+    show(this.sm, sm, typeof sm === 'number' ? `SM ${Math.round(sm * 100)} %` : `SM ${kMissing}`);
+    const used = v.fb_used_mib;
+    const total = v.fb_total_mib;
+    show(this.memory, used, `${mibAsGiB(used)} / ${mibAsGiB(total)} GiB`, { total });
+    this.pod.textContent = instance.pod ? `${instance.namespace}/${instance.pod}` : '';
+  }
+
+  updateVerdict(d) {
+    this.verdict.textContent = d ? d.verdict_title || d.verdict : '';
+    this.verdict.dataset.verdict = d ? d.verdict : '';
+    this.verdict.title = d ? [d.summary, d.fix].filter(Boolean).join('\n\nFix: ') : '';
+  }
+}
+
 class GpuCard {
   constructor(gpu) {
     this.index = String(gpu.index);
@@ -71,7 +115,32 @@ class GpuCard {
     this.price = metric('price', 'hourly_price_dollars', false);
     this.processes = metric('processes', 'process_count', false);
     for (const m of [this.temp, this.power, this.memory, this.util, this.price, this.processes]) grid.append(m.box);
-    this.el.append(head, this.verdict, this.findings, grid);
+    this.mig = el('div', 'mig');
+    this.mig.hidden = true;
+    this.migRows = new Map();
+    this.migSignature = '';
+    this.migVerdicts = new Map();
+    this.el.append(head, this.verdict, this.findings, grid, this.mig);
+  }
+
+  // The GPU instance rows, rebuilt when the instances change (created, destroyed, MIG turned off).
+  updateMig(gpu) {
+    const instances = gpu.up === true ? gpuInstances(gpu) : [];
+    const signature = instances.map((m) => `${m.gpu_instance_id}:${m.uuid}`).join(',');
+    if (signature !== this.migSignature) {
+      this.migSignature = signature;
+      this.migRows = new Map(instances.map((m) => [String(m.gpu_instance_id), new MigRow(this.index, m)]));
+      this.mig.replaceChildren(...[...this.migRows.values()].map((r) => r.el));
+      for (const [gi, row] of this.migRows) row.updateVerdict(this.migVerdicts.get(gi));
+    }
+    this.mig.hidden = instances.length === 0;
+    this.el.dataset.mig = String(instances.length > 0);
+    for (const m of instances) this.migRows.get(String(m.gpu_instance_id))?.update(m);
+  }
+
+  updateMigVerdicts(byInstance) {
+    this.migVerdicts = byInstance;
+    for (const [gi, row] of this.migRows) row.updateVerdict(byInstance.get(gi));
   }
 
   updateValues(gpu) {
@@ -105,6 +174,7 @@ class GpuCard {
 
     const procs = up && Array.isArray(gpu.processes) ? gpu.processes.length : null;
     show(this.processes.value, procs, procs === null ? kMissing : String(procs));
+    this.updateMig(gpu);
   }
 
   updatePrice(price) {
@@ -147,9 +217,23 @@ export class GpuCards {
     for (const [index, card] of this.cards) card.updatePrice(byGpu.get(index));
   }
 
+  // A MIG instance's verdict (its series carry GPU_I_ID) goes to its row, never to its GPU's card.
   updateDiagnosis(diagnosis) {
-    const byGpu = new Map((diagnosis?.gpus || []).map((d) => [String(d.gpu), d]));
-    for (const [index, card] of this.cards) card.updateVerdict(byGpu.get(index));
+    const byGpu = new Map();
+    const byInstance = new Map();
+    for (const d of diagnosis?.gpus || []) {
+      const gi = d.labels?.GPU_I_ID;
+      if (!gi) {
+        byGpu.set(String(d.gpu), d);
+        continue;
+      }
+      if (!byInstance.has(String(d.gpu))) byInstance.set(String(d.gpu), new Map());
+      byInstance.get(String(d.gpu)).set(gi, d);
+    }
+    for (const [index, card] of this.cards) {
+      card.updateVerdict(byGpu.get(index));
+      card.updateMigVerdicts(byInstance.get(index) || new Map());
+    }
   }
 
   filter(gpu) {

@@ -1,7 +1,7 @@
 // The agent's web dashboard in a real browser (Debian's Chromium driven by playwright-core) against
 // agents on the simulator that this test starts: the page shows what the API says, draws its charts,
-// works below a route prefix, for 1 and 16 GPUs and on a phone, stops asking while hidden, and says
-// when the agent is away. Run: GPUSCOPE_EXE=build/gpuscope node --test web/test/dashboard.test.mjs
+// works below a route prefix, for 1 and 16 GPUs and on a phone, shows a MIG GPU's instances, stops
+// asking while hidden, and says when the agent is away. Run: GPUSCOPE_EXE=build/gpuscope node --test web/test/dashboard.test.mjs
 // Screenshots go to $GPUSCOPE_SCREENSHOT_DIR (default: the working directory, CTest's build dir).
 
 import assert from 'node:assert/strict';
@@ -451,6 +451,77 @@ processes:
       }
       const href = await page.evaluate(() => new URL(document.querySelector('footer a[href="metrics"]').href).pathname);
       assert.equal(href, '/gpuscope/metrics');
+      assert.deepEqual(rec.problems, []);
+    } finally {
+      await rec.context.close();
+    }
+  });
+});
+
+// What each MIG row of a card shows, as its data-* attributes.
+const readMigRows = (page) => page.evaluate(() => [...document.querySelectorAll('#cards .card')].map((c) => ({
+  gpu: c.dataset.gpu,
+  hidden: c.querySelector('.mig').hidden,
+  rows: [...c.querySelectorAll('.mig .mig-row')].map((r) => ({
+    gi: r.dataset.gpuInstance,
+    text: r.textContent,
+    profile: r.querySelector('.mig-profile').textContent,
+    smActive: r.querySelector('[data-field="sm_active_ratio"]').dataset.value,
+    memUsed: r.querySelector('[data-field="fb_used_mib"]').dataset.value,
+    memTotal: r.querySelector('[data-field="fb_used_mib"]').dataset.total,
+    verdict: r.querySelector('.mig-verdict').dataset.verdict,
+  })),
+  verdict: c.querySelector('.verdict').dataset.verdict,
+})));
+
+describe('a GPU in MIG mode (scenarios/mig.yaml)', () => {
+  let agent;
+  before(async () => {
+    agent = await new Agent({ scenario: path.join(scenarios, 'mig.yaml'), args: ['--diagnosis.interval', '1s'] }).start();
+  });
+  after(async () => { await agent?.dispose(); });
+
+  test('each GPU instance is a row under its GPU with the API values and its own verdict', async () => {
+    const rec = await openPage(agent.url());
+    const { page } = rec;
+    try {
+      await until('4 instance rows on GPU 0', async () => (await readMigRows(page)).find((c) => c.gpu === '0')?.rows.length === 4);
+      await until('the instances diagnosed', async () =>
+        (await readMigRows(page)).find((c) => c.gpu === '0').rows.every((r) => r.verdict !== ''));
+      await until('SM active of the instances', async () =>
+        (await readMigRows(page)).find((c) => c.gpu === '0').rows.some((r) => r.smActive !== ''));
+      await freeze(rec);
+      const cards = await readMigRows(page);
+      assertCardsEqualApi(await readCards(page), rec.gpus);
+      for (const g of rec.gpus.gpus) {
+        const card = cards.find((c) => c.gpu === String(g.index));
+        // One row per GPU instance (its first MIG device), in the API's order.
+        const seen = new Set();
+        const want = (g.mig_enabled ? g.mig_instances : []).filter((m) => !seen.has(m.gpu_instance_id) && seen.add(m.gpu_instance_id));
+        assert.equal(card.hidden, want.length === 0, `GPU ${g.index} instance list shown`);
+        assert.deepEqual(card.rows.map((r) => r.gi), want.map((m) => String(m.gpu_instance_id)), `GPU ${g.index} instances`);
+        for (const [i, m] of want.entries()) {
+          const r = card.rows[i];
+          assert.equal(r.profile, m.profile);
+          assert.ok(r.text.startsWith(`${g.index}/${m.gpu_instance_id}`), r.text);
+          assert.equal(num(r.smActive), m.values.sm_active_ratio, `${g.index}/${m.gpu_instance_id} SM active`);
+          assert.equal(num(r.memUsed), m.values.fb_used_mib, `${g.index}/${m.gpu_instance_id} memory used`);
+          assert.equal(num(r.memTotal), m.values.fb_total_mib, `${g.index}/${m.gpu_instance_id} memory total`);
+        }
+      }
+      assert.deepEqual(cards.find((c) => c.gpu === '0').rows.map((r) => r.profile), ['3g.40gb', '2g.20gb', '1g.10gb', '1g.10gb']);
+      // Verdicts: an instance's on its row, the GPU's own on its card (never its last instance's).
+      for (const d of rec.diagnosis.gpus) {
+        const card = cards.find((c) => c.gpu === String(d.gpu));
+        const gi = d.labels?.GPU_I_ID;
+        if (gi) assert.equal(card.rows.find((r) => r.gi === gi).verdict, d.verdict, `${d.gpu}/${gi} verdict`);
+        else assert.equal(card.verdict, d.verdict, `GPU ${d.gpu} verdict`);
+      }
+      assert.ok(rec.diagnosis.gpus.some((d) => d.labels?.GPU_I_ID), 'the diagnosis has instances');
+      assert.ok(await noHorizontalOverflow(page));
+      await page.setViewportSize(kPhone);
+      await until('the layout to settle at 390 px', () => noHorizontalOverflow(page));
+      await page.screenshot({ path: path.join(screenshotDir, 'dashboard-mig.png'), fullPage: true });
       assert.deepEqual(rec.problems, []);
     } finally {
       await rec.context.close();
