@@ -953,8 +953,9 @@ void NvmlBackend::read_processes(model::GpuSample& g, GpuState& s, Mark&& mark) 
     g.processes_error_code = static_cast<int>(graphics);
   }
 
-  // Per-process SM/memory utilization: samples newer than the last one seen on this GPU.
-  if (L.nvmlDeviceGetProcessUtilization != nullptr && !g.processes.empty()) {
+  // Per-process SM/memory utilization: samples newer than the last one seen on this GPU. NVML has none
+  // in MIG mode (NOT_SUPPORTED, documented), so it is not asked (~0.9 ms a call on an H100).
+  if (L.nvmlDeviceGetProcessUtilization != nullptr && !g.processes.empty() && !g.mig_enabled) {
     // Room for as many samples as last time or one per process, whichever is more: usually one call.
     // Too little room answers INSUFFICIENT_SIZE with the count needed, and the read is retried.
     std::vector<nvmlProcessUtilizationSample_t> samples(

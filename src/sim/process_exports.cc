@@ -162,6 +162,8 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t de
                                                                  unsigned long long lastSeenTimeStamp) {
   return device_call("nvmlDeviceGetProcessUtilization", device, [&](Simulator& sim, SimDevice& d, double t) {
     if (processSamplesCount == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    // NVML: "On MIG-enabled GPUs, querying process utilization is not currently supported."
+    if (d.spec.mig_enabled_at(t)) return NVML_ERROR_NOT_SUPPORTED;
     const double cell_start = std::floor(std::max(0.0, t) / kCellS) * kCellS;
     const auto stamp = static_cast<unsigned long long>(std::max<std::int64_t>(0, sim.clock().wall_ns_at(cell_start) / 1000));
     const std::vector<GpuProcess> procs = sim.processes(d.index, t);

@@ -59,6 +59,7 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevic
     nvmlProcessesUtilizationInfo_t* info = procesesUtilInfo;
     if (info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (info->version != nvmlProcessesUtilizationInfo_v1) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    if (d.spec.mig_enabled_at(t)) return NVML_ERROR_NOT_SUPPORTED;  // as GetProcessUtilization in MIG mode
     const double cell_start = std::floor(std::max(0.0, t) / kCellS) * kCellS;
     const unsigned long long stamp = sample_stamp_us(sim, cell_start);
     const std::vector<GpuProcess> procs = sim.processes(d.index, t);

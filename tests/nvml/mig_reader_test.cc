@@ -1,5 +1,6 @@
 // The backend's reading of MIG devices (mig_reader.cc) against the simulator's MIG: identity, memory,
 // per-instance GPM ratios, and MIG layouts that change while the backend runs.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -181,6 +182,32 @@ TEST(MigReader, InMigModeTheGpusOwnGpmIsReadEveryCounterIntervalAndCarriedOver) 
   ASSERT_TRUE(first.gpus[0][FieldId::kPcieRxBytes].valid());
   EXPECT_EQ(second.gpus[0][FieldId::kPcieRxBytes].value, first.gpus[0][FieldId::kPcieRxBytes].value);
   EXPECT_TRUE((*instance(second.gpus[0], 2))[FieldId::kSmActive].valid());
+}
+
+TEST(MigReader, NoPerProcessUtilizationIsAskedInMigMode) {
+  // NVML: "On MIG-enabled GPUs, querying process utilization is not currently supported."
+  ScenarioFile f(kMigReaderScenario);
+  auto b = open_sim(f.path(), 300);
+  ASSERT_TRUE(b);
+  const auto calls0 = testing::sim_calls("nvmlDeviceGetProcessUtilization");
+  const auto snap = b->sample();
+  // Only GPU 1 (whole) is asked; GPU 0's processes have no utilization, GPU 1's has.
+  EXPECT_EQ(testing::sim_calls("nvmlDeviceGetProcessUtilization") - calls0, 1u);
+  ASSERT_FALSE(snap.gpus[0].processes.empty());
+  for (const auto& p : snap.gpus[0].processes) EXPECT_FALSE(p.sm_util_percent.has_value()) << p.pid;
+  ASSERT_EQ(snap.gpus[1].processes.size(), 1u);
+  EXPECT_TRUE(snap.gpus[1].processes[0].sm_util_percent.has_value());
+  // The simulated driver answers as the real one would, asked anyway.
+  void* lib = dlopen(GPUSCOPE_SIM_LIB, RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(lib, nullptr);
+  auto* get_handle = reinterpret_cast<decltype(&::nvmlDeviceGetHandleByIndex_v2)>(dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
+  auto* util = reinterpret_cast<decltype(&::nvmlDeviceGetProcessUtilization)>(dlsym(lib, "nvmlDeviceGetProcessUtilization"));
+  ASSERT_TRUE(get_handle != nullptr && util != nullptr);
+  nvmlDevice_t d = nullptr;
+  ASSERT_EQ(get_handle(0, &d), NVML_SUCCESS);
+  unsigned count = 0;
+  EXPECT_EQ(util(d, nullptr, &count, 0), NVML_ERROR_NOT_SUPPORTED);
+  dlclose(lib);
 }
 
 }  // namespace
