@@ -70,11 +70,13 @@ export const kCharts = [
 
 export const kRows = ['health', 'throughput', 'bottlenecks'];
 
-// One range query for every chart: each metric's series, one per GPU (`max by (__name__, gpu)` drops the
+// One range query for every chart: each metric's series, one per GPU and, on a GPU in MIG mode, one per
+// GPU instance for the fields a MIG instance has of its own (`max by (__name__, gpu, GPU_I_ID)` drops the
 // labels the page does not use, so each refresh's answer is small).
 export function chartQuery() {
   const names = [...new Set(kCharts.flatMap((c) => c.metrics.map((m) => m.name)))];
-  return `max by (__name__, gpu) ({__name__=~"${names.join('|')}"})`;
+  return `max by (__name__, gpu, GPU_I_ID) ({__name__=~"${names.join('|')}"})`;
 }
 
-export const seriesKey = (metric) => `${metric.__name__}|${metric.gpu}`;
+// "NAME|0" for a GPU's series, "NAME|0/2" for GPU instance 2 of GPU 0.
+export const seriesKey = (metric) => `${metric.__name__}|${metric.gpu}${metric.GPU_I_ID ? `/${metric.GPU_I_ID}` : ''}`;

@@ -13,6 +13,9 @@ const kPalette = ['#5b8ff9', '#f6903d', '#e8684a', '#3fbf8f', '#9270ca', '#e0b40
                   '#269a99', '#c55a8e', '#8fbf1f', '#b37feb', '#ff7a45', '#2fb8b0', '#d4a017', '#8c8c8c'];
 export const gpuColor = (index) => kPalette[Number(index) % kPalette.length];
 
+// "0", or "0/2" for GPU instance 2 of GPU 0 (dmon's and top's spelling).
+const lineName = (line) => (line.instance === undefined ? `${line.gpu}` : `${line.gpu}/${line.instance}`);
+
 function cssVar(name) {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
 }
@@ -64,13 +67,18 @@ class Chart {
     if (s.width !== this.plot.width || s.height !== this.plot.height) this.plot.setSize(s);
   }
 
-  // The lines to draw for the GPUs shown: each metric's series of each GPU that has one.
+  // The lines to draw for the GPUs shown: each metric's series of each GPU that has one, and of each of
+  // its MIG instances (a GPU in MIG mode has memory and profiling series per GPU instance only).
   linesFor(window, gpus) {
     const lines = [];
     for (const m of this.spec.metrics) {
       for (const gpu of gpus) {
         const key = `${m.name}|${gpu}`;
         if (window.series.has(key)) lines.push({ key, gpu, metric: m });
+        const prefix = `${key}/`;
+        const instances = [...window.series.keys()].filter((k) => k.startsWith(prefix))
+          .map((k) => k.slice(prefix.length)).sort((a, b) => Number(a) - Number(b));
+        for (const instance of instances) lines.push({ key: `${prefix}${instance}`, gpu, instance, metric: m });
       }
     }
     return lines;
@@ -93,10 +101,11 @@ class Chart {
     const series = [{}];
     for (const line of lines) {
       series.push({
-        label: `GPU ${line.gpu}${line.metric.label ? ` ${line.metric.label}` : ''}`,
+        label: `GPU ${lineName(line)}${line.metric.label ? ` ${line.metric.label}` : ''}`,
+        // A MIG instance in its GPU's color, thinner and dotted unless the metric has its own dash.
         stroke: gpuColor(line.gpu),
-        width: line.metric.width ?? 1.5,
-        dash: line.metric.dash,
+        width: line.instance === undefined ? line.metric.width ?? 1.5 : 1,
+        dash: line.metric.dash ?? (line.instance === undefined ? undefined : [2, 2]),
         scale: line.metric.axis || 'y',
         points: { show: false },
         spanGaps: false,
@@ -149,7 +158,7 @@ class Chart {
     const parts = [];
     this.lines.forEach((line, k) => {
       const v = u.data[k + 1][i];
-      if (v !== null && v !== undefined) parts.push(`${line.gpu}${line.metric.label ? ` ${line.metric.label}` : ''}: ${tick(v)}`);
+      if (v !== null && v !== undefined) parts.push(`${lineName(line)}${line.metric.label ? ` ${line.metric.label}` : ''}: ${tick(v)}`);
     });
     const time = new Date(u.data[0][i] * 1000).toLocaleTimeString();
     this.note.textContent = `${time}  GPU ${parts.join(' · ') || 'no data'}`;

@@ -481,6 +481,25 @@ describe('a GPU in MIG mode (scenarios/mig.yaml)', () => {
   });
   after(async () => { await agent?.dispose(); });
 
+  test('the profiling charts draw a line per MIG instance beside the whole GPUs', async () => {
+    const rec = await openPage(agent.url());
+    const { page } = rec;
+    try {
+      // GPU 1 whole; GPU 0's profiling series are its 4 instances' (none of its own in MIG mode).
+      await until('SM active: GPU 1 and the 4 instances of GPU 0', async () => (await chartAttrs(page)).sm_active.lines === 5);
+      const a = await chartAttrs(page);
+      assert.equal(a.tensor_active.lines, 5);
+      // GPU-wide fields stay one line per GPU; utilization.gpu only on the whole GPU (NVML has none in MIG mode).
+      assert.equal(a.temperature.lines, 2);
+      assert.equal(a.gpu_util.lines, 1);
+      // PCIe RX per GPU (2) and DRAM active per instance (4) and for GPU 1 (1).
+      assert.equal(a.pcie_dram.lines, 7);
+      assert.deepEqual(rec.problems, []);
+    } finally {
+      await rec.context.close();
+    }
+  });
+
   test('each GPU instance is a row under its GPU with the API values and its own verdict', async () => {
     const rec = await openPage(agent.url());
     const { page } = rec;
