@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <sys/stat.h>
 
 #include "notify/curl_library.h"
 #include "remote_write/write_transport.h"
@@ -63,6 +64,13 @@ std::string rw_one_line(std::string_view text) {
   return out;
 }
 
+// What identifies a TLS file's content cheaply: inode (a rename over it), size and mtime. Missing: zeros.
+std::string rw_tls_file_stamp(const std::string& path) {
+  struct stat st{};
+  if (path.empty() || ::stat(path.c_str(), &st) != 0) return "-";
+  return fmt::format("{}:{}:{}.{}", st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+}
+
 class CurlWriteTransport final : public WriteTransport {
  public:
   CurlWriteTransport(const ReceiverConfig& receiver, std::string user_agent, const std::atomic<bool>* abort)
@@ -70,6 +78,7 @@ class CurlWriteTransport final : public WriteTransport {
   ~CurlWriteTransport() override {
     if (api_ == nullptr) return;
     if (headers_ != nullptr) api_->slist_free_all(headers_);
+    if (connect_to_ != nullptr) api_->slist_free_all(connect_to_);
     if (curl_ != nullptr) api_->easy_cleanup(curl_);
   }
 
@@ -82,7 +91,18 @@ class CurlWriteTransport final : public WriteTransport {
     api_->easy_setopt(curl_, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
     api_->easy_setopt(curl_, CURLOPT_WRITEDATA, &response);
     api_->easy_setopt(curl_, CURLOPT_HEADERDATA, &response);
+    // A certificate, key or CA replaced on disk (rotation): this request opens a new connection, without
+    // resuming the old TLS session, so libcurl reads the files again. Otherwise the kept-alive one serves.
+    const bool rotated = tls_files_changed();
+    if (rotated) {
+      api_->easy_setopt(curl_, CURLOPT_FRESH_CONNECT, 1L);
+      api_->easy_setopt(curl_, CURLOPT_SSL_SESSIONID_CACHE, 0L);
+    }
     const CURLcode rc = api_->easy_perform(curl_);
+    if (rotated) {
+      api_->easy_setopt(curl_, CURLOPT_FRESH_CONNECT, 0L);
+      api_->easy_setopt(curl_, CURLOPT_SSL_SESSIONID_CACHE, 1L);
+    }
     if (rc != CURLE_OK) return PostResult{0, rw_one_line(error[0] != '\0' ? error : api_->easy_strerror(rc)), std::nullopt};
     long status = 0;
     api_->easy_getinfo(curl_, CURLINFO_RESPONSE_CODE, &status);
@@ -109,7 +129,51 @@ class CurlWriteTransport final : public WriteTransport {
       headers_ = api_->slist_append(headers_, fmt::format("{}: {}", name, value).c_str());
     }
     const long timeout_ms = static_cast<long>(receiver_.remote_timeout.count());
-    api_->easy_setopt(curl_, CURLOPT_URL, receiver_.url.c_str());
+    url_ = receiver_.url;
+    const TlsSettings& tls = receiver_.tls;
+    if (!tls.server_name.empty()) {
+      // libcurl takes the name it sends as SNI and checks the certificate against from the URL's host,
+      // and has no option for another name. So the URL names server_name, CONNECT_TO sends the connection
+      // to the configured host (resolved as usual, which CURLOPT_RESOLVE, IP addresses only, would not
+      // do), and the Host header keeps the configured host, as Prometheus's Go client does.
+      const UrlAuthority at = split_url_authority(receiver_.url);
+      url_ = at.prefix + tls.server_name + ":" + at.port + at.rest;
+      connect_to_ = api_->slist_append(
+          connect_to_, fmt::format("{}:{}:{}:{}", tls.server_name, at.port, at.host, at.port).c_str());
+      api_->easy_setopt(curl_, CURLOPT_CONNECT_TO, connect_to_);
+      headers_ = api_->slist_append(headers_, fmt::format("Host: {}:{}", at.host, at.port).c_str());
+    }
+    if (!tls.ca_file.empty()) {
+      api_->easy_setopt(curl_, CURLOPT_CAINFO, tls.ca_file.c_str());
+      // libcurl >= 7.87 caches a CA file's store for 24 h; 0 reads it at each new connection (a rotated
+      // CA). An older libcurl does not know the option and reads it each time anyway.
+      api_->easy_setopt(curl_, CURLOPT_CA_CACHE_TIMEOUT, 0L);
+    }
+    if (!tls.cert_file.empty()) {
+      api_->easy_setopt(curl_, CURLOPT_SSLCERT, tls.cert_file.c_str());
+      api_->easy_setopt(curl_, CURLOPT_SSLKEY, tls.key_file.c_str());
+    }
+    if (tls.insecure_skip_verify) {
+      api_->easy_setopt(curl_, CURLOPT_SSL_VERIFYPEER, 0L);
+      api_->easy_setopt(curl_, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    if (tls.min_version != 0) {
+      const long version = tls.min_version == 10   ? CURL_SSLVERSION_TLSv1_0
+                           : tls.min_version == 11 ? CURL_SSLVERSION_TLSv1_1
+                           : tls.min_version == 12 ? CURL_SSLVERSION_TLSv1_2
+                                                   : CURL_SSLVERSION_TLSv1_3;
+      api_->easy_setopt(curl_, CURLOPT_SSLVERSION, version);
+    }
+    tls_stamp_ = tls_stamp();
+    // Prometheus uses no proxy unless configured, whatever http_proxy/https_proxy/no_proxy say; libcurl
+    // would read them: "" turns that off, and an empty NOPROXY sends every host through proxy_url.
+    if (!receiver_.proxy_url.empty()) {
+      api_->easy_setopt(curl_, CURLOPT_PROXY, receiver_.proxy_url.c_str());
+      api_->easy_setopt(curl_, CURLOPT_NOPROXY, receiver_.no_proxy.c_str());
+    } else if (!receiver_.proxy_from_environment) {
+      api_->easy_setopt(curl_, CURLOPT_PROXY, "");
+    }
+    api_->easy_setopt(curl_, CURLOPT_URL, url_.c_str());
     api_->easy_setopt(curl_, CURLOPT_PROTOCOLS_STR, "http,https");
     api_->easy_setopt(curl_, CURLOPT_NOSIGNAL, 1L);
     api_->easy_setopt(curl_, CURLOPT_TIMEOUT_MS, timeout_ms);
@@ -130,7 +194,22 @@ class CurlWriteTransport final : public WriteTransport {
     return {};
   }
 
+  std::string tls_stamp() const {
+    const TlsSettings& t = receiver_.tls;
+    if (t.ca_file.empty() && t.cert_file.empty()) return "";
+    return rw_tls_file_stamp(t.ca_file) + "|" + rw_tls_file_stamp(t.cert_file) + "|" + rw_tls_file_stamp(t.key_file);
+  }
+  bool tls_files_changed() {
+    std::string now = tls_stamp();
+    if (now == tls_stamp_) return false;
+    tls_stamp_ = std::move(now);
+    return true;
+  }
+
   const ReceiverConfig receiver_;
+  std::string url_;        // the URL libcurl is given: the configured one, or with server_name as its host
+  std::string tls_stamp_;  // the TLS files' stamps when the last connection may have read them
+  curl_slist* connect_to_ = nullptr;
   const std::string user_agent_;
   const std::atomic<bool>* abort_;
   const notify::CurlApi* api_ = nullptr;

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <thread>
 
 #include "remote_write/write_request.h"
@@ -119,6 +120,57 @@ TEST(RemoteWriteCurlTransport, NoListenerIsNoResponse) {
   const PostResult r = transport->post(encode_write_request({}));
   EXPECT_EQ(r.status, 0);
   EXPECT_FALSE(r.error.empty());
+}
+
+// proxy_url: every request goes to the proxy, in the absolute form an HTTP proxy reads (an https
+// receiver would be a CONNECT tunnel through it). The receiver's name is never resolved here.
+TEST(RemoteWriteCurlTransport, ProxyUrlCarriesEveryRequest) {
+  CannedServer proxy({"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"});
+  auto receiver = receiver_from_url("http://receiver.invalid:9090/api/v1/write");
+  receiver->proxy_url = "http://127.0.0.1:" + std::to_string(proxy.port());
+  receiver->remote_timeout = std::chrono::seconds(10);
+  const PostResult r = make_curl_transport(*receiver, "gpuscope/test", nullptr)->post(encode_write_request({}));
+  EXPECT_EQ(r.status, 204) << r.error;
+  ASSERT_EQ(proxy.requests.size(), 1u);
+  EXPECT_TRUE(proxy.requests[0].starts_with("POST http://receiver.invalid:9090/api/v1/write HTTP/1.1\r\n"))
+      << proxy.requests[0];
+}
+
+// As in Prometheus, http_proxy in the environment is not used unless proxy_from_environment says so
+// (libcurl alone would use it). A proxy that never answers shows a request that went its way.
+TEST(RemoteWriteCurlTransport, EnvironmentProxyOnlyWithProxyFromEnvironment) {
+  CannedServer silent_proxy({});
+  CannedServer direct({"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"});
+  CannedServer env_proxy({"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"});
+  ::setenv("http_proxy", ("http://127.0.0.1:" + std::to_string(silent_proxy.port())).c_str(), 1);
+  auto plain = receiver_from_url("http://127.0.0.1:" + std::to_string(direct.port()) + "/w");
+  plain->remote_timeout = std::chrono::seconds(5);
+  const PostResult r = make_curl_transport(*plain, "gpuscope/test", nullptr)->post(encode_write_request({}));
+  ::setenv("http_proxy", ("http://127.0.0.1:" + std::to_string(env_proxy.port())).c_str(), 1);
+  auto from_env = receiver_from_url("http://receiver.invalid/w");
+  from_env->proxy_from_environment = true;
+  from_env->remote_timeout = std::chrono::seconds(10);
+  const PostResult e = make_curl_transport(*from_env, "gpuscope/test", nullptr)->post(encode_write_request({}));
+  ::unsetenv("http_proxy");
+  EXPECT_EQ(r.status, 204) << r.error;
+  ASSERT_EQ(direct.requests.size(), 1u);
+  EXPECT_TRUE(direct.requests[0].starts_with("POST /w HTTP/1.1\r\n")) << direct.requests[0];
+  EXPECT_EQ(e.status, 204) << e.error;
+  ASSERT_EQ(env_proxy.requests.size(), 1u);
+  EXPECT_TRUE(env_proxy.requests[0].starts_with("POST http://receiver.invalid/w HTTP/1.1\r\n")) << env_proxy.requests[0];
+}
+
+TEST(RemoteWriteCurlTransport, NoProxyHostsGoDirect) {
+  CannedServer silent_proxy({});
+  CannedServer direct({"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"});
+  auto receiver = receiver_from_url("http://127.0.0.1:" + std::to_string(direct.port()) + "/w");
+  receiver->proxy_url = "http://127.0.0.1:" + std::to_string(silent_proxy.port());
+  receiver->no_proxy = "localhost,127.0.0.1";
+  receiver->remote_timeout = std::chrono::seconds(5);
+  const PostResult r = make_curl_transport(*receiver, "gpuscope/test", nullptr)->post(encode_write_request({}));
+  EXPECT_EQ(r.status, 204) << r.error;
+  ASSERT_EQ(direct.requests.size(), 1u);
+  EXPECT_TRUE(direct.requests[0].starts_with("POST /w HTTP/1.1\r\n")) << direct.requests[0];
 }
 
 }  // namespace
