@@ -23,6 +23,10 @@ std::expected<GnutlsApi, std::string> load_gnutls() {
   library->bind("gnutls_certificate_get_peers", api.certificate_get_peers);
   library->bind("gnutls_session_get_ptr", api.session_get_ptr);
   library->bind("gnutls_handshake_set_hook_function", api.handshake_set_hook_function);
+  library->bind("gnutls_x509_crt_init", api.x509_crt_init);
+  library->bind("gnutls_x509_crt_deinit", api.x509_crt_deinit);
+  library->bind("gnutls_x509_crt_import", api.x509_crt_import);
+  library->bind("gnutls_x509_crt_get_subject_alt_name", api.x509_crt_get_subject_alt_name);
   return library->finish(api);
 }
 

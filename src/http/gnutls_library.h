@@ -5,6 +5,7 @@
 
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 
 #include <expected>
 #include <string>
@@ -26,6 +27,11 @@ struct GnutlsApi {
   decltype(&::gnutls_certificate_get_peers) certificate_get_peers;
   decltype(&::gnutls_session_get_ptr) session_get_ptr;
   decltype(&::gnutls_handshake_set_hook_function) handshake_set_hook_function;
+  // The client certificate's subject alternative names (client_allowed_sans).
+  decltype(&::gnutls_x509_crt_init) x509_crt_init;
+  decltype(&::gnutls_x509_crt_deinit) x509_crt_deinit;
+  decltype(&::gnutls_x509_crt_import) x509_crt_import;
+  decltype(&::gnutls_x509_crt_get_subject_alt_name) x509_crt_get_subject_alt_name;
 };
 
 // GnuTLS loaded (once, thread-safely), or one line saying why not. Never unloaded.

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "http/client_sans.h"
 #include "http/gnutls_library.h"
 #include "http/microhttpd_library.h"
 
@@ -34,6 +35,8 @@ struct ConnectionState {
   // certificate check refused it (empty: it did not).
   void* tls_session = nullptr;
   ClientAuth client_auth = ClientAuth::kNoClientCert;
+  // The accepting daemon's settings (client_allowed_sans), kept alive with the connection.
+  std::shared_ptr<const TlsMaterial> tls;
   std::string refused_because;
 };
 
@@ -166,15 +169,29 @@ int verify_client_certificate(gnutls_session_t session) {
     c.refused_because = "no client certificate";
     return GNUTLS_E_CERTIFICATE_REQUIRED;
   }
-  if (!verified) return 0;
-  unsigned status = 0;
-  if (const int rc = gnutls().certificate_verify_peers2(session, &status); rc < 0) {
-    c.refused_because = fmt::format("client certificate not verified: {}", gnutls().strerror(rc));
-    return GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR;
+  if (verified) {
+    unsigned status = 0;
+    if (const int rc = gnutls().certificate_verify_peers2(session, &status); rc < 0) {
+      c.refused_because = fmt::format("client certificate not verified: {}", gnutls().strerror(rc));
+      return GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR;
+    }
+    if (status != 0) {
+      c.refused_because = fmt::format("client certificate refused: {}", certificate_status_text(status));
+      return GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR;
+    }
   }
-  if (status != 0) {
-    c.refused_because = fmt::format("client certificate refused: {}", certificate_status_text(status));
-    return GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR;
+  // client_allowed_sans: checked here, once per connection in its handshake (as exporter-toolkit's
+  // VerifyPeerCertificate), on the client's own certificate, the first it sent.
+  if (c.tls && !c.tls->client_allowed_sans.empty()) {
+    auto sans = certificate_sans({certs[0].data, certs[0].size});
+    if (!sans) {
+      c.refused_because = fmt::format("client certificate refused: {}", sans.error());
+      return GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR;
+    }
+    if (first_allowed_san(*sans, c.tls->client_allowed_sans) == nullptr) {
+      c.refused_because = describe_refused_sans(*sans);
+      return GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR;
+    }
   }
   return 0;
 }
@@ -340,6 +357,7 @@ void on_connection(void* cls, MHD_Connection* connection, void** socket_context,
         auto session = static_cast<gnutls_session_t>(session_info->tls_session);
         c->tls_session = session;
         c->client_auth = tls->client_auth;
+        c->tls = tls;
         switch (tls->client_auth) {
           case ClientAuth::kNoClientCert:
             gnutls().certificate_server_set_request(session, GNUTLS_CERT_IGNORE);

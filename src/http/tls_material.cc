@@ -34,6 +34,7 @@ std::expected<TlsMaterial, std::string> load_tls_material(const TlsServerConfig&
   const GnutlsApi& g = **api;
   TlsMaterial m;
   m.client_auth = tls.client_auth;
+  m.client_allowed_sans = tls.client_allowed_sans;
   m.priorities = gnutls_priorities(tls);
   auto cert = read_tls_pem(tls.cert, "cert_file", config_path);
   if (!cert) return std::unexpected(cert.error());

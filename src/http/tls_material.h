@@ -6,6 +6,7 @@
 
 #include <expected>
 #include <string>
+#include <vector>
 
 #include "http/web_config.h"
 
@@ -15,6 +16,7 @@ struct TlsMaterial {
   std::string cert_pem, key_pem, client_ca_pem;
   std::string priorities;
   ClientAuth client_auth = ClientAuth::kNoClientCert;
+  std::vector<std::string> client_allowed_sans;  // empty: any SAN (see client_sans.h)
   bool operator==(const TlsMaterial&) const = default;
 };
 

@@ -151,8 +151,15 @@ class WebConfigReader {
                                               "clients' certificates", client_auth_name(t.client_auth)));
     }
     if (const YAML::Node s = n["client_allowed_sans"]) {
-      if (!strings(s, "client_allowed_sans").empty()) {
-        fail(s, "client_allowed_sans is not supported by gpuscope yet: sign the allowed clients with a CA of their own");
+      t.client_allowed_sans = strings(s, "client_allowed_sans");
+      for (std::size_t i = 0; i < t.client_allowed_sans.size(); ++i) {
+        if (t.client_allowed_sans[i].empty()) fail(s[i], "client_allowed_sans: an empty name (it matches no certificate)");
+      }
+      // As exporter-toolkit: with the other types a client may send no certificate, leaving nothing to match.
+      if (!t.client_allowed_sans.empty() && t.client_auth != ClientAuth::kRequireAnyClientCert &&
+          t.client_auth != ClientAuth::kRequireAndVerifyClientCert) {
+        fail(s, fmt::format("client_allowed_sans needs client_auth_type RequireAndVerifyClientCert (or "
+                            "RequireAnyClientCert), not {}", client_auth_name(t.client_auth)));
       }
     }
     if (const YAML::Node v = n["min_version"]) t.min_version = version(v, "min_version");

@@ -40,6 +40,10 @@ struct TlsServerConfig {
   std::vector<std::string> cipher_suites;
   std::vector<std::string> curve_preferences;  // Go's names: CurveP256, CurveP384, CurveP521, X25519
   bool prefer_server_cipher_suites = true;
+  // client_allowed_sans: the client certificate must carry one of these SANs (DNS, e-mail, IP, URI;
+  // exact, as exporter-toolkit compares them). Empty: any. Only with RequireAnyClientCert or
+  // RequireAndVerifyClientCert, as in exporter-toolkit.
+  std::vector<std::string> client_allowed_sans;
   int line = 0;
 };
 

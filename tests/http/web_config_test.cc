@@ -60,6 +60,21 @@ TEST(WebConfig, ReadsEveryPartOfAGoodFile) {
   EXPECT_EQ(c->auth_excluded_paths, (std::vector<std::string>{"/healthz", "/health"}));
 }
 
+TEST(WebConfig, ClientAllowedSansAreReadInOrderWithAVerifyingOrRequiringClientAuth) {
+  auto c = parse_web("tls_server_config:\n  cert_file: a\n  key_file: k\n  client_ca_file: ca\n"
+                     "  client_auth_type: RequireAndVerifyClientCert\n"
+                     "  client_allowed_sans: [prometheus.example, 10.0.0.7, 'spiffe://c/ns/m/sa/prom', ops@example.org]\n");
+  ASSERT_TRUE(c.has_value()) << c.error();
+  EXPECT_EQ(c->tls->client_allowed_sans,
+            (std::vector<std::string>{"prometheus.example", "10.0.0.7", "spiffe://c/ns/m/sa/prom", "ops@example.org"}));
+  // RequireAnyClientCert is allowed as in exporter-toolkit; an empty list asks for nothing, with any type.
+  EXPECT_TRUE(parse_web("tls_server_config:\n  cert_file: a\n  key_file: k\n  client_auth_type: RequireAnyClientCert\n"
+                        "  client_allowed_sans: [x]\n"));
+  auto empty = parse_web("tls_server_config:\n  cert_file: a\n  key_file: k\n  client_allowed_sans: []\n");
+  ASSERT_TRUE(empty.has_value()) << empty.error();
+  EXPECT_TRUE(empty->tls->client_allowed_sans.empty());
+}
+
 TEST(WebConfig, AnEmptyFileAsksForNothing) {
   auto c = parse_web("");
   ASSERT_TRUE(c.has_value());
@@ -94,7 +109,16 @@ TEST(WebConfig, EveryBadInputIsOneLineNamingFileAndLine) {
        ":4: unknown or unsupported cipher suite 'TLS_RSA_WITH_RC4_128_SHA'"},
       {"tls_server_config:\n  cert_file: a\n  key_file: k\n  curve_preferences: [CurveP999]\n", ":4: unknown curve"},
       {"tls_server_config:\n  cert_file: a\n  key_file: k\n  prefer_server_cipher_suites: maybe\n", "must be true or false"},
-      {"tls_server_config:\n  cert_file: a\n  key_file: k\n  client_allowed_sans: [x]\n", "not supported"},
+      {"tls_server_config:\n  cert_file: a\n  key_file: k\n  client_allowed_sans: [x]\n",
+       ":4: client_allowed_sans needs client_auth_type RequireAndVerifyClientCert (or RequireAnyClientCert), not NoClientCert"},
+      {"tls_server_config:\n  cert_file: a\n  key_file: k\n  client_ca_file: ca\n  client_auth_type: VerifyClientCertIfGiven\n"
+       "  client_allowed_sans: [x]\n", ":6: client_allowed_sans needs client_auth_type"},
+      {"tls_server_config:\n  cert_file: a\n  key_file: k\n  client_ca_file: ca\n  client_auth_type: RequireAndVerifyClientCert\n"
+       "  client_allowed_sans: prom.example\n", ":6: client_allowed_sans must be a list of strings"},
+      {"tls_server_config:\n  cert_file: a\n  key_file: k\n  client_ca_file: ca\n  client_auth_type: RequireAndVerifyClientCert\n"
+       "  client_allowed_sans:\n    - ok.example\n    - ''\n", ":8: client_allowed_sans: an empty name"},
+      {"tls_server_config:\n  cert_file: a\n  key_file: k\n  client_ca_file: ca\n  client_auth_type: RequireAndVerifyClientCert\n"
+       "  client_allowed_sans:\n    - {a: b}\n", ":7: each item of client_allowed_sans must be a string"},
       {"tls_server_config:\n  cert_file: a\n  key_file: k\n  cert_fil: b\n", ":4: unknown key 'cert_fil' in tls_server_config"},
       {"http_server_config:\n  headers:\n    Server: gpuscope\n", ":3: HTTP header 'Server' can not be configured"},
       {"http_server_config:\n  headers:\n    Authorization: x\n", "HTTP header 'Authorization' can not be configured"},
