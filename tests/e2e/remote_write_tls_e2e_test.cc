@@ -13,33 +13,13 @@
 #include "e2e/agent_fixture.h"
 #include "e2e/background_process.h"
 #include "e2e/command_runner.h"
+#include "e2e/test_pki.h"
 
 namespace gpuscope::e2e {
 namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-
-struct RwTlsPki {
-  TempDir dir;
-  std::string path(const std::string& name) const { return (dir.path / name).string(); }
-  void openssl(std::vector<std::string> args) const {
-    args.insert(args.begin(), "/usr/bin/openssl");
-    auto r = run_command(args);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-  }
-  void make_ca(const std::string& name) const {
-    openssl({"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", path(name + ".key"), "-out", path(name + ".pem"),
-             "-days", "2", "-subj", "/CN=" + name});
-  }
-  void make_cert(const std::string& name, const std::string& ca, const std::string& san) const {
-    openssl({"req", "-newkey", "rsa:2048", "-nodes", "-keyout", path(name + ".key"), "-out", path(name + ".csr"), "-subj",
-             "/CN=" + name});
-    dir.write(name + ".ext", "subjectAltName=" + san + "\n");
-    openssl({"x509", "-req", "-in", path(name + ".csr"), "-CA", path(ca + ".pem"), "-CAkey", path(ca + ".key"),
-             "-CAcreateserial", "-out", path(name + ".pem"), "-days", "1", "-extfile", path(name + ".ext")});
-  }
-};
 
 std::unique_ptr<BackgroundProcess> rw_tls_prometheus(const TempDir& dir, const std::string& name, int port,
                                                      const std::string& web_config) {
@@ -53,7 +33,7 @@ std::unique_ptr<BackgroundProcess> rw_tls_prometheus(const TempDir& dir, const s
 
 // GET over TLS with Debian's curl; the body, or "" on any failure. The name the server certificate
 // carries is resolved to 127.0.0.1.
-std::string rw_tls_get(int port, const std::string& path, const RwTlsPki& pki, bool client_cert) {
+std::string rw_tls_get(int port, const std::string& path, const TestPki& pki, bool client_cert) {
   std::vector<std::string> argv = {"/usr/bin/curl", "-sf", "--max-time", "10", "--cacert", pki.path("ca.pem"),
                                    "--resolve", "receiver.gpuscope.test:" + std::to_string(port) + ":127.0.0.1",
                                    "https://receiver.gpuscope.test:" + std::to_string(port) + path};
@@ -82,12 +62,12 @@ TEST(RemoteWriteTlsE2e, RightCaAndClientCertArriveWrongCaAndMissingCertAreCounte
   if (!fs::exists("/usr/bin/prometheus") || !fs::exists("/usr/bin/openssl") || !fs::exists("/usr/bin/curl")) {
     GTEST_SKIP() << "prometheus, openssl or curl not installed (scripts/setup installs them)";
   }
-  RwTlsPki pki;
+  TestPki pki;
   pki.make_ca("ca");
   pki.make_ca("other_ca");
   // The server certificate names only receiver.gpuscope.test: sending to 127.0.0.1 needs server_name.
-  pki.make_cert("server", "ca", "DNS:receiver.gpuscope.test");
-  pki.make_cert("client", "ca", "DNS:gpu-agent");
+  pki.make_cert("server", "ca", false, "DNS:receiver.gpuscope.test");
+  pki.make_cert("client", "ca", false, "DNS:gpu-agent");
   TempDir dir;
   const int tls_port = free_port(), mtls_port = free_port();
   const std::string server = "tls_server_config:\n  cert_file: " + pki.path("server.pem") + "\n  key_file: " +

@@ -16,6 +16,7 @@
 #include "e2e/agent_fixture.h"
 #include "e2e/background_process.h"
 #include "e2e/command_runner.h"
+#include "e2e/test_pki.h"
 #include "e2e/http_client.h"
 
 namespace gpuscope::e2e {
@@ -61,43 +62,6 @@ std::string web_security_bcrypt(const std::string& user, const std::string& pass
   std::string line = r.out.substr(0, r.out.find('\n'));
   return line.substr(line.find(':') + 1);
 }
-
-// A CA and certificates it signs, made with the openssl CLI in a scratch directory.
-struct WebSecurityPki {
-  TempDir dir;
-  std::string path(const std::string& name) const { return (dir.path / name).string(); }
-
-  void openssl(std::vector<std::string> args) const {
-    args.insert(args.begin(), "/usr/bin/openssl");
-    auto r = run_command(args);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-  }
-  void make_ca(const std::string& name) const {
-    openssl({"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", path(name + ".key"), "-out", path(name + ".pem"),
-             "-days", "2", "-subj", "/CN=" + name});
-  }
-  // A key and certificate `name` signed by `ca`, valid now, or (expired) only in January 2020.
-  void make_cert(const std::string& name, const std::string& ca, bool expired = false) const {
-    openssl({"req", "-newkey", "rsa:2048", "-nodes", "-keyout", path(name + ".key"), "-out", path(name + ".csr"), "-subj",
-             "/CN=" + name});
-    dir.write(name + ".ext", "subjectAltName=IP:127.0.0.1,DNS:localhost\n");
-    if (!expired) {
-      openssl({"x509", "-req", "-in", path(name + ".csr"), "-CA", path(ca + ".pem"), "-CAkey", path(ca + ".key"),
-               "-CAcreateserial", "-out", path(name + ".pem"), "-days", "1", "-extfile", path(name + ".ext")});
-      return;
-    }
-    // `openssl ca` is the CLI that takes explicit dates: a minimal CA database for it.
-    fs::create_directories(dir.path / "cadb");
-    dir.write("cadb/index.txt", "");
-    dir.write("cadb/serial", "1000\n");
-    const auto cnf = dir.write("ca.cnf", "[ ca ]\ndefault_ca = testca\n[ testca ]\ndatabase = " + path("cadb/index.txt") +
-                                             "\nnew_certs_dir = " + path("cadb") + "\nserial = " + path("cadb/serial") +
-                                             "\ndefault_md = sha256\npolicy = any\n[ any ]\ncommonName = supplied\n");
-    openssl({"ca", "-batch", "-config", cnf, "-cert", path(ca + ".pem"), "-keyfile", path(ca + ".key"), "-in",
-             path(name + ".csr"), "-out", path(name + ".pem"), "-startdate", "20200101000000Z", "-enddate",
-             "20200102000000Z", "-notext"});
-  }
-};
 
 struct CurlOutcome {
   int exit_code = -1;
@@ -204,7 +168,7 @@ TEST(WebSecurityE2e, ABadWebConfigStopsServeWithOneLineNamingFileAndLine) {
 
 TEST(WebSecurityE2e, ClientCertificatesMissingUnknownOrExpiredAndPlainHttpAreRefused) {
   if (!web_security_tools_present()) GTEST_SKIP() << "curl, openssl or htpasswd missing (scripts/setup installs them)";
-  WebSecurityPki pki;
+  TestPki pki;
   pki.make_ca("ca");
   pki.make_ca("stranger_ca");
   pki.make_cert("server", "ca");
@@ -254,7 +218,7 @@ TEST(WebSecurityE2e, ClientCertificatesMissingUnknownOrExpiredAndPlainHttpAreRef
 
 TEST(WebSecurityE2e, TheOtherClientAuthTypesAskRequireAndVerifyAsGoDefinesThem) {
   if (!web_security_tools_present()) GTEST_SKIP() << "curl, openssl or htpasswd missing (scripts/setup installs them)";
-  WebSecurityPki pki;
+  TestPki pki;
   pki.make_ca("ca");
   pki.make_ca("stranger_ca");
   pki.make_cert("server", "ca");
@@ -286,7 +250,7 @@ TEST(WebSecurityE2e, TheOtherClientAuthTypesAskRequireAndVerifyAsGoDefinesThem) 
 
 TEST(WebSecurityE2e, MinVersionAndCipherSuitesBindWhatAClientMayNegotiate) {
   if (!web_security_tools_present()) GTEST_SKIP() << "curl, openssl or htpasswd missing (scripts/setup installs them)";
-  WebSecurityPki pki;
+  TestPki pki;
   pki.make_ca("ca");
   pki.make_cert("server", "ca");
   const std::string ca = pki.path("ca.pem");
@@ -319,7 +283,7 @@ TEST(WebSecurityE2e, MinVersionAndCipherSuitesBindWhatAClientMayNegotiate) {
 TEST(WebSecurityE2e, RealPrometheusScrapesOverTlsWithBasicAuthAndAClientCertificate) {
   if (!web_security_tools_present()) GTEST_SKIP() << "curl, openssl or htpasswd missing (scripts/setup installs them)";
   if (!fs::exists("/usr/bin/prometheus")) GTEST_SKIP() << "prometheus not installed (scripts/setup installs it)";
-  WebSecurityPki pki;
+  TestPki pki;
   pki.make_ca("ca");
   pki.make_cert("server", "ca");
   pki.make_cert("prometheus", "ca");
@@ -368,7 +332,7 @@ TEST(WebSecurityE2e, RealPrometheusScrapesOverTlsWithBasicAuthAndAClientCertific
 
 TEST(WebSecurityE2e, ARotatedCertificateIsServedToNewConnectionsAndABadOneKeepsTheOld) {
   if (!web_security_tools_present()) GTEST_SKIP() << "curl, openssl or htpasswd missing (scripts/setup installs them)";
-  WebSecurityPki pki;
+  TestPki pki;
   pki.make_ca("ca");
   pki.make_ca("next_ca");
   pki.make_cert("server", "ca");
