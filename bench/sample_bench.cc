@@ -39,12 +39,14 @@ void BM_BackendSample(benchmark::State& state) {
 BENCHMARK(BM_BackendSample)->Unit(benchmark::kMicrosecond);
 
 // A reading as `serve` makes it: no PCIe throughput (blocks ~20 ms a call on a real driver), the
-// counters and rarely changing gauges every 10 s (of real time: here mostly carried over). With
+// counters and rarely changing gauges every 10 s, process utilization every 5 s (of the simulator's
+// clock, which runs in real time here: mostly carried over). With
 // GPUSCOPE_SIM_COST_PROFILE=h100-580 its CPU time is what the agent's readings cost a real host.
 void BM_BackendSampleAgentSchedule(benchmark::State& state) {
   auto o = sim_options();
   o.read_pcie_throughput = false;
   o.counter_interval = std::chrono::seconds(10);
+  o.process_utilization_interval = std::chrono::seconds(5);
   auto backend = NvmlBackend::open(o);
   if (!backend) {
     state.SkipWithError(backend.error().message.c_str());

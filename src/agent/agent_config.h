@@ -33,6 +33,7 @@ struct AgentConfig {
   std::uint16_t port = 9400;
   std::chrono::nanoseconds interval = std::chrono::seconds(1);
   std::chrono::nanoseconds counter_interval = std::chrono::seconds(10);
+  std::chrono::nanoseconds process_utilization_interval = std::chrono::seconds(5);
   bool count_nvml_calls = false;  // export gpuscope_nvml_calls_total (serve --nvml-call-counts)
   std::string collectors_file;      // empty: the built-in set
   std::string hpc_job_mapping_dir;  // empty: no hpc_job label

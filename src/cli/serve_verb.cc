@@ -77,7 +77,8 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
       "  gpuscope serve --preemption-notice gce --preemption-pidfile /run/train.pid --config notify.yml");
   ServeOptions o;
   std::string listen = "127.0.0.1:9400", interval = "1s", hostname_label = "Hostname", log_level = "info";
-  std::string max_processes = "64", max_connections = "256", http_timeout = "10s", counter_interval = "10s";
+  std::string max_processes = "64", max_connections = "256", http_timeout = "10s", counter_interval = "10s",
+              process_interval = "5s";
   bool no_hostname = false;
   bool no_history = false;
   std::string retention = "15d", flush_interval = "60s", query_timeout = "2m";
@@ -89,6 +90,11 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
                   "read the cumulative counters (energy, violation times, ECC, remapped rows, PCIe replays) and the "
                   "rarely changing gauges (power limits, current PCIe link, BAR1) this often, 0s to 1h (default 10s; "
                   "0s: every reading): they cost ms of CPU per GPU on a real driver")
+      ->type_name("DURATION");
+  app->add_option("--process-utilization-interval", process_interval,
+                  "ask each process's SM and memory utilization this often, and at once when a process appears, "
+                  "0s to 1h (default 5s; 0s: every reading): the driver answers the average since the last "
+                  "ask, so nothing is missed, and a call costs ~1 ms of CPU per GPU on a real driver")
       ->type_name("DURATION");
   app->add_flag("--nvml-call-counts", o.count_nvml_calls,
                 "export gpuscope_nvml_calls_total{function}: the calls made to each NVML function (to see what a "
@@ -394,6 +400,12 @@ std::expected<ServeOptions, ParseExit> parse_serve_args(std::span<const std::str
     return std::unexpected(usage(fmt::format("invalid value '{}' for --counter-interval (0s to 1h, e.g. 10s)", counter_interval)));
   }
   o.counter_interval = *ci;
+  auto pi = parse_duration(process_interval);
+  if (!pi || *pi > std::chrono::hours(1)) {
+    return std::unexpected(
+        usage(fmt::format("invalid value '{}' for --process-utilization-interval (0s to 1h, e.g. 5s)", process_interval)));
+  }
+  o.process_utilization_interval = *pi;
   if (hostname_label == "Hostname") {
     o.metrics.hostname_label = exporter::HostnameLabel::kHostname;
   } else if (hostname_label == "hostname") {
@@ -476,6 +488,7 @@ int run_serve(std::span<const std::string> args, const Invocation& inv) {
   reading.watch_events = true;           // XIDs and ECC events as they happen
   reading.read_pcie_throughput = false;  // 2 x ~20 ms per GPU on a real driver; /metrics uses GPM's PCIe bytes
   reading.counter_interval = o.counter_interval;
+  reading.process_utilization_interval = o.process_utilization_interval;
   reading.count_calls = o.count_nvml_calls;
   auto opened = open_backend(inv, reading);
   if (!opened) return opened.error();

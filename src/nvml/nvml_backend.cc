@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <climits>
 #include <ctime>
@@ -126,6 +127,10 @@ struct NvmlBackend::GpuState {
   // How many utilization samples the last read returned: the next read passes room for them, so it
   // takes one call, not a count probe and a read (each ~0.9 ms on a real H100).
   unsigned process_util_capacity = 0;
+  // When process utilization was last asked (the library's clock) and the pids on the GPU then (sorted):
+  // BackendOptions::process_utilization_interval.
+  std::optional<std::chrono::system_clock::time_point> process_util_read_at;
+  std::vector<unsigned> process_util_pids;
   // The fan query answered NOT_SUPPORTED (H100 SXM: no fans): not asked again until the GPU returns.
   bool fan_unsupported = false;
   std::unique_ptr<MigReader> mig;  // MIG mode and MIG devices (mig_reader.h)
@@ -213,6 +218,7 @@ std::expected<std::unique_ptr<NvmlBackend>, BackendError> NvmlBackend::open(cons
   backend->proc_root_ = options.proc_root;
   backend->read_pcie_throughput_ = options.read_pcie_throughput;
   backend->counter_interval_ = options.counter_interval;
+  backend->process_util_interval_ = options.process_utilization_interval;
   auto& L = *backend->library_;
 
   if (nvmlReturn_t rc = L.nvmlInit_v2(); rc != NVML_SUCCESS) {
@@ -871,13 +877,17 @@ void NvmlBackend::read_gpm(model::GpuSample& g, GpuState& s, const model::GpuInf
 
 namespace {
 
-// Reads a process list with NVML's count-probe protocol; retries when the list grew in between.
+// Reads a process list in one call with room for kProcessListRoom entries; more processes than that
+// answer INSUFFICIENT_SIZE with the count (NVML's count-probe protocol), and the read is retried with
+// room for them (also when the list grew in between).
+constexpr unsigned kProcessListRoom = 16;
 template <class Info, class Fn>
 nvmlReturn_t read_list(Fn fn, nvmlDevice_t d, std::vector<Info>& out) {
-  unsigned count = 0;
-  nvmlReturn_t rc = fn(d, &count, nullptr);
+  out.resize(kProcessListRoom);
+  unsigned count = kProcessListRoom;
+  nvmlReturn_t rc = fn(d, &count, out.data());
   if (rc == NVML_SUCCESS) {
-    out.clear();
+    out.resize(std::min(count, kProcessListRoom));
     return rc;
   }
   for (int attempt = 0; attempt < 5 && rc == NVML_ERROR_INSUFFICIENT_SIZE; ++attempt) {
@@ -953,9 +963,24 @@ void NvmlBackend::read_processes(model::GpuSample& g, GpuState& s, Mark&& mark) 
     g.processes_error_code = static_cast<int>(graphics);
   }
 
-  // Per-process SM/memory utilization: samples newer than the last one seen on this GPU. NVML has none
-  // in MIG mode (NOT_SUPPORTED, documented), so it is not asked (~0.9 ms a call on an H100).
-  if (L.nvmlDeviceGetProcessUtilization != nullptr && !g.processes.empty() && !g.mig_enabled) {
+  // Per-process SM/memory utilization: each process's average over the driver's samples newer than the
+  // last one seen on this GPU. NVML has none in MIG mode (NOT_SUPPORTED, documented), so it is not
+  // asked. A call costs ~0.9 ms on an H100, so with a process-utilization interval it is asked that
+  // often, and at once when a process appears; in between each process keeps the average of the last
+  // read, and the next read covers the whole gap: only resolution is lost.
+  std::vector<unsigned> pids;
+  pids.reserve(g.processes.size());
+  for (const auto& p : g.processes) pids.push_back(p.pid);
+  std::sort(pids.begin(), pids.end());
+  const bool util_due = [&] {
+    if (process_util_interval_.count() == 0 || !s.process_util_read_at) return true;
+    if (!std::includes(s.process_util_pids.begin(), s.process_util_pids.end(), pids.begin(), pids.end())) return true;
+    const auto now = this->now();
+    return now < *s.process_util_read_at || now - *s.process_util_read_at >= process_util_interval_;
+  }();
+  if (L.nvmlDeviceGetProcessUtilization != nullptr && !g.processes.empty() && !g.mig_enabled && util_due) {
+    s.process_util_read_at = this->now();
+    s.process_util_pids = pids;
     // Room for as many samples as last time or one per process, whichever is more: usually one call.
     // Too little room answers INSUFFICIENT_SIZE with the count needed, and the read is retried.
     std::vector<nvmlProcessUtilizationSample_t> samples(

@@ -5,6 +5,7 @@
 
 #include "nvml/nvml_abi.h"
 #include "sim/library_state.h"
+#include "sim/process_samples.h"
 
 using namespace gpuscope::sim;
 
@@ -154,8 +155,9 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses(nvmlDev
                            infos);
 }
 
-// One sample per process per 1 s cell, stamped with the cell's start; the GPU's activity is shared
-// evenly among the processes on it.
+// Each process's utilization averaged over the samples newer than lastSeenTimeStamp (process_samples.h):
+// the GPU's activity shared evenly among the processes of each 1 s cell, stamped with the newest cell's
+// start.
 GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
                                                                  nvmlProcessUtilizationSample_t* utilization,
                                                                  unsigned int* processSamplesCount,
@@ -164,23 +166,19 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t de
     if (processSamplesCount == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     // NVML: "On MIG-enabled GPUs, querying process utilization is not currently supported."
     if (d.spec.mig_enabled_at(t)) return NVML_ERROR_NOT_SUPPORTED;
-    const double cell_start = std::floor(std::max(0.0, t) / kCellS) * kCellS;
-    const auto stamp = static_cast<unsigned long long>(std::max<std::int64_t>(0, sim.clock().wall_ns_at(cell_start) / 1000));
-    const std::vector<GpuProcess> procs = sim.processes(d.index, t);
-    if (procs.empty() || stamp <= lastSeenTimeStamp) return NVML_ERROR_NOT_FOUND;
-    const auto n = static_cast<unsigned>(procs.size());
+    const std::vector<ProcessUtilizationAverage> found = process_utilization_since(sim, d, t, lastSeenTimeStamp);
+    if (found.empty()) return NVML_ERROR_NOT_FOUND;
+    const auto n = static_cast<unsigned>(found.size());
     if (utilization == nullptr || *processSamplesCount < n) {
       *processSamplesCount = n;
       return NVML_ERROR_INSUFFICIENT_SIZE;
     }
-    const Reading& r = d.physics.at(t);
-    const auto share = [&](double ratio) { return static_cast<unsigned>(std::lround(ratio * 100.0 / n)); };
     for (unsigned i = 0; i < n; ++i) {
       nvmlProcessUtilizationSample_t& s = utilization[i];
-      s.pid = procs[i].pid;
-      s.timeStamp = stamp;
-      s.smUtil = share(r.activity.util_gpu);
-      s.memUtil = share(r.activity.util_mem);
+      s.pid = found[i].pid;
+      s.timeStamp = found[i].stamp_us;
+      s.smUtil = found[i].sm_percent;
+      s.memUtil = found[i].mem_percent;
       s.encUtil = 0;
       s.decUtil = 0;
     }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "nvml/nvml_abi.h"
+#include "sim/process_samples.h"
 #include "sim/query_helpers.h"
 
 using namespace gpuscope::sim;
@@ -49,9 +50,9 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetOfaUtilization(nvmlDevice_t device
   return engine_utilization("nvmlDeviceGetOfaUtilization", Engine::kOfa, device, utilization, samplingPeriodUs);
 }
 
-// As nvmlDeviceGetProcessUtilization (process_exports.cc): one sample per process per 1 s cell,
-// stamped with the cell's start, the GPU's activity shared evenly; NOT_FOUND with no sample newer than
-// lastSeenTimeStamp (no process: never a sample).
+// As nvmlDeviceGetProcessUtilization (process_exports.cc): each process's utilization averaged over the
+// samples newer than lastSeenTimeStamp (process_samples.h); NOT_FOUND with none (no process: never a
+// sample).
 GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device,
                                                                        nvmlProcessesUtilizationInfo_t* procesesUtilInfo) {
   return device_call("nvmlDeviceGetProcessesUtilizationInfo", device, [&](Simulator& sim, SimDevice& d, double t) {
@@ -60,27 +61,23 @@ GPUSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevic
     if (info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
     if (info->version != nvmlProcessesUtilizationInfo_v1) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
     if (d.spec.mig_enabled_at(t)) return NVML_ERROR_NOT_SUPPORTED;  // as GetProcessUtilization in MIG mode
-    const double cell_start = std::floor(std::max(0.0, t) / kCellS) * kCellS;
-    const unsigned long long stamp = sample_stamp_us(sim, cell_start);
-    const std::vector<GpuProcess> procs = sim.processes(d.index, t);
-    if (procs.empty() || stamp <= info->lastSeenTimeStamp) return NVML_ERROR_NOT_FOUND;
-    const auto n = static_cast<unsigned>(procs.size());
+    const std::vector<ProcessUtilizationAverage> found = process_utilization_since(sim, d, t, info->lastSeenTimeStamp);
+    if (found.empty()) return NVML_ERROR_NOT_FOUND;
+    const auto n = static_cast<unsigned>(found.size());
     if (info->procUtilArray == nullptr || info->processSamplesCount < n) {
       info->processSamplesCount = n;
       return NVML_ERROR_INSUFFICIENT_SIZE;
     }
-    const Reading& r = d.physics.at(t);
-    const auto share = [&](double ratio) { return static_cast<unsigned>(std::lround(ratio * 100.0 / n)); };
     for (unsigned i = 0; i < n; ++i) {
       nvmlProcessUtilizationInfo_v1_t& s = info->procUtilArray[i];
       s = nvmlProcessUtilizationInfo_v1_t{};
-      s.pid = procs[i].pid;
-      s.timeStamp = stamp;
-      s.smUtil = share(r.activity.util_gpu);
-      s.memUtil = share(r.activity.util_mem);
+      s.pid = found[i].pid;
+      s.timeStamp = found[i].stamp_us;
+      s.smUtil = found[i].sm_percent;
+      s.memUtil = found[i].mem_percent;
     }
     info->processSamplesCount = n;
-    info->lastSeenTimeStamp = stamp;
+    info->lastSeenTimeStamp = found.front().stamp_us;
     return NVML_SUCCESS;
   });
 }

@@ -1,5 +1,5 @@
-// The history flags of `serve` and the arguments of `eval`: defaults, accepted forms, and one-line
-// errors naming the flag.
+// The history and read-schedule flags of `serve` and the arguments of `eval`: defaults, accepted forms,
+// and one-line errors naming the flag.
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -44,6 +44,24 @@ TEST(ServeHistoryArgs, BadValuesAreOneLineErrors) {
             "invalid value '1h' for --flush-interval (1s to 10m)");
   EXPECT_EQ(error_of(parse_serve_args(std::vector<std::string>{"--query-timeout", "0s"})),
             "invalid value '0s' for --query-timeout (100ms to 1h)");
+}
+
+TEST(ServeReadScheduleArgs, DefaultsFormsAndErrors) {
+  auto d = parse_serve_args(std::vector<std::string>{});
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->counter_interval, std::chrono::seconds(10));
+  EXPECT_EQ(d->process_utilization_interval, std::chrono::seconds(5));
+  auto o = parse_serve_args(std::vector<std::string>{"--counter-interval", "0s", "--process-utilization-interval", "30s"});
+  ASSERT_TRUE(o) << error_of(o);
+  EXPECT_EQ(o->counter_interval, std::chrono::seconds(0));
+  EXPECT_EQ(o->process_utilization_interval, std::chrono::seconds(30));
+  auto every = parse_serve_args(std::vector<std::string>{"--process-utilization-interval", "0s"});
+  ASSERT_TRUE(every) << error_of(every);
+  EXPECT_EQ(every->process_utilization_interval, std::chrono::seconds(0));
+  EXPECT_EQ(error_of(parse_serve_args(std::vector<std::string>{"--process-utilization-interval", "2h"})),
+            "invalid value '2h' for --process-utilization-interval (0s to 1h, e.g. 5s)");
+  EXPECT_EQ(error_of(parse_serve_args(std::vector<std::string>{"--process-utilization-interval", "soon"})),
+            "invalid value 'soon' for --process-utilization-interval (0s to 1h, e.g. 5s)");
 }
 
 TEST(ServeHistoryArgs, QueryLimitsDefaultsFormsAndErrors) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 
 #include "nvml/nvml_backend.h"
 #include "nvml/nvml_library.h"
@@ -107,6 +108,87 @@ TEST(ReadSchedule, ProcessUtilizationTakesOneCallPerReading) {
       << "no count probe before each read";
   ASSERT_EQ(snap.gpus[0].processes.size(), 1u);
   EXPECT_TRUE(snap.gpus[0].processes[0].sm_util_percent.has_value()) << "the one call still reads the samples";
+  // The process list too: one call with room for 16, not a count probe and a read.
+  EXPECT_EQ(schedule_calls("nvmlDeviceGetComputeRunningProcesses_v3", [&] { snap = backend->sample(); }), 1u);
+  EXPECT_EQ(snap.gpus[0].processes.size(), 1u);
+}
+
+// With a process-utilization interval the ~0.9 ms call is made that often (by the library's clock) and
+// at once when a process appears; in between the last figures are carried over, and the next read
+// passes the last sample's stamp, so it covers the whole gap.
+TEST(ReadSchedule, ProcessUtilizationIsAskedAtItsIntervalAndWhenAProcessAppears) {
+  testing::ScenarioFile scenario(
+      "seed: 5\ngpus:\n  count: 1\n  model: NVIDIA H100 80GB HBM3\n"
+      "workload: {gpus: {0: {profile: data_starved, period: 12s}}}\nprocesses:\n  - {pid: 4242, gpu: 0, memory: 20GiB}\n"
+      "  - {pid: 5151, gpu: 0, memory: 2GiB, start: 620s}\n");
+  BackendOptions o;
+  o.process_utilization_interval = std::chrono::seconds(5);
+  auto backend = testing::open_sim_with(o, scenario.path(), 600);
+  ASSERT_TRUE(backend);
+  const auto step = [&](double seconds) {
+    backend->set_sim_time(backend->now() +
+                          std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::duration<double>(seconds)));
+  };
+  const auto sm_of = [](const model::Snapshot& snap, unsigned pid) -> std::optional<unsigned> {
+    for (const auto& p : snap.gpus[0].processes) {
+      if (p.pid == pid) return p.sm_util_percent;
+    }
+    return std::nullopt;
+  };
+  model::Snapshot snap;
+  EXPECT_EQ(schedule_calls("nvmlDeviceGetProcessUtilization", [&] { snap = backend->sample(); }), 1u) << "the first reading";
+  const auto first = sm_of(snap, 4242);
+  ASSERT_TRUE(first.has_value());
+  // The stamp the driver gave that read: the next read must ask for everything after it.
+  const NvmlLibrary& L = backend->library();
+  nvmlDevice_t device = nullptr;
+  ASSERT_EQ(L.nvmlDeviceGetHandleByIndex_v2(0, &device), NVML_SUCCESS);
+  nvmlProcessUtilizationSample_t probe{};
+  unsigned n = 1;
+  ASSERT_EQ(L.nvmlDeviceGetProcessUtilization(device, &probe, &n, 0), NVML_SUCCESS);
+  const unsigned long long first_stamp = probe.timeStamp;
+
+  EXPECT_EQ(schedule_calls("nvmlDeviceGetProcessUtilization", [&] {
+              for (int i = 0; i < 4; ++i) {
+                step(1);
+                snap = backend->sample();
+                EXPECT_EQ(sm_of(snap, 4242), first) << "carried over between reads";
+              }
+            }),
+            0u);
+  step(1);  // 5 s after the first read
+  EXPECT_EQ(schedule_calls("nvmlDeviceGetProcessUtilization", [&] { snap = backend->sample(); }), 1u);
+  n = 1;
+  ASSERT_EQ(L.nvmlDeviceGetProcessUtilization(device, &probe, &n, first_stamp), NVML_SUCCESS);
+  EXPECT_EQ(sm_of(snap, 4242), probe.smUtil) << "the average over the 5 s since the first read";
+
+  // t = 619 is due again; at 620 a second process appears: it is asked at once, 1 s later.
+  backend->set_sim_time(backend->now() + std::chrono::seconds(14));
+  EXPECT_EQ(schedule_calls("nvmlDeviceGetProcessUtilization", [&] { snap = backend->sample(); }), 1u);
+  step(1);
+  EXPECT_EQ(schedule_calls("nvmlDeviceGetProcessUtilization", [&] { snap = backend->sample(); }), 1u);
+  ASSERT_EQ(snap.gpus[0].processes.size(), 2u);
+  EXPECT_TRUE(sm_of(snap, 5151).has_value()) << "the new process has figures at its first reading";
+  step(1);
+  EXPECT_EQ(schedule_calls("nvmlDeviceGetProcessUtilization", [&] { snap = backend->sample(); }), 0u)
+      << "a process already seen is not a reason to ask";
+  // A clock that went back (the system clock set back) is no reason to wait: asked again.
+  backend->set_sim_time(backend->now() - std::chrono::seconds(30));
+  EXPECT_EQ(schedule_calls("nvmlDeviceGetProcessUtilization", [&] { snap = backend->sample(); }), 1u);
+}
+
+TEST(ReadSchedule, MoreProcessesThanTheListsRoomAreReadInASecondCall) {
+  std::string yaml = "seed: 5\ngpus: {count: 1, model: NVIDIA H100 80GB HBM3}\nprocesses:\n";
+  for (unsigned pid = 100; pid < 120; ++pid) yaml += "  - {pid: " + std::to_string(pid) + ", gpu: 0, memory: 1GiB}\n";
+  testing::ScenarioFile scenario(yaml);
+  auto backend = testing::open_sim_with(BackendOptions{}, scenario.path());
+  ASSERT_TRUE(backend);
+  model::Snapshot snap;
+  EXPECT_EQ(schedule_calls("nvmlDeviceGetComputeRunningProcesses_v3", [&] { snap = backend->sample(); }), 2u)
+      << "20 processes: the first call answers INSUFFICIENT_SIZE with the count";
+  ASSERT_EQ(snap.gpus[0].processes.size(), 20u);
+  EXPECT_EQ(snap.gpus[0].processes.front().pid, 100u);
+  EXPECT_EQ(snap.gpus[0].processes.back().pid, 119u);
 }
 
 TEST(ReadSchedule, CpuTimePerCollectorIsACounterThatChargesTheDriversWork) {

@@ -2,7 +2,9 @@
 // utilization samples and the simulator's process names.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <vector>
 
 #include "sim_library.h"
 
@@ -122,6 +124,63 @@ TEST(Processes, UtilizationSamplesNewerThanLastSeen) {
   // A GPU with no processes has no samples.
   s.at(300);
   EXPECT_EQ(NVML(nvmlDeviceGetProcessUtilization)(s.gpu(1), nullptr, &n, 0), NVML_ERROR_NOT_FOUND);
+}
+
+// The driver answers each process's utilization over the samples since lastSeenTimeStamp (NVML's
+// header; the real H100's process figure stayed at 17-20 % while the sawtooth's 1 s device utilization
+// read 0-28 %): a read after 6 s averages 6 cells, checked against the per-cell history
+// nvmlDeviceGetSamples hands back for the same cells; a read with 0 averages the whole ring buffer.
+TEST(Processes, UtilizationIsTheAverageSinceLastSeen) {
+  Session s("gpus: {count: 1, model: NVIDIA H100 80GB HBM3}\n"
+            "workload: {gpus: {0: {profile: data_starved, period: 12s}}}\nprocesses: [{pid: 7, gpu: 0, memory: 10GiB}]\n",
+            600.5);
+  ASSERT_TRUE(s.ok());
+  nvmlDevice_t dev = s.gpu(0);
+  // The per-cell GPU utilization newer than `since`, oldest first.
+  const auto cells_since = [&](unsigned long long since) {
+    int type = 0;
+    unsigned n = 64;
+    std::vector<nvmlSample_t> samples(n);
+    EXPECT_EQ(NVML(nvmlDeviceGetSamples)(dev, NVML_GPU_UTILIZATION_SAMPLES, since, &type, &n, samples.data()),
+              NVML_SUCCESS);
+    std::vector<unsigned> values;
+    for (unsigned i = 0; i < n; ++i) values.push_back(samples[i].sampleValue.uiVal);
+    return values;
+  };
+  const auto mean = [](const std::vector<unsigned>& v) {
+    double sum = 0;
+    for (unsigned x : v) sum += x;
+    return sum / static_cast<double>(v.size());
+  };
+  const auto since = static_cast<unsigned long long>((s.epoch_ns() + 594LL * kNsPerS) / 1000);  // cells 595-600
+  const std::vector<unsigned> six = cells_since(since);
+  ASSERT_EQ(six.size(), 6U);
+  ASSERT_NE(*std::min_element(six.begin(), six.end()), *std::max_element(six.begin(), six.end()))
+      << "the sawtooth moves within the window";
+  nvmlProcessUtilizationSample_t sample{};
+  unsigned n = 1;
+  ASSERT_EQ(NVML(nvmlDeviceGetProcessUtilization)(dev, &sample, &n, since), NVML_SUCCESS);
+  ASSERT_EQ(n, 1U);
+  EXPECT_EQ(sample.pid, 7U);
+  EXPECT_EQ(sample.timeStamp, static_cast<unsigned long long>((s.epoch_ns() + 600LL * kNsPerS) / 1000))
+      << "stamped with the newest sample";
+  EXPECT_NEAR(sample.smUtil, mean(six), 1.0);
+  EXPECT_NE(sample.smUtil, six.back()) << "not just the newest cell";
+  // The v1 struct's call answers the same average and moves lastSeenTimeStamp to the newest sample.
+  nvmlProcessUtilizationInfo_v1_t info_sample{};
+  nvmlProcessesUtilizationInfo_t info{};
+  info.version = nvmlProcessesUtilizationInfo_v1;
+  info.processSamplesCount = 1;
+  info.lastSeenTimeStamp = since;
+  info.procUtilArray = &info_sample;
+  ASSERT_EQ(NVML(nvmlDeviceGetProcessesUtilizationInfo)(dev, &info), NVML_SUCCESS);
+  EXPECT_EQ(info_sample.smUtil, sample.smUtil);
+  EXPECT_EQ(info.lastSeenTimeStamp, sample.timeStamp);
+  // 0 reads the whole buffer: the last 20 cells.
+  const std::vector<unsigned> all = cells_since(0);
+  ASSERT_EQ(all.size(), 20U);
+  ASSERT_EQ(NVML(nvmlDeviceGetProcessUtilization)(dev, &sample, &n, 0), NVML_SUCCESS);
+  EXPECT_NEAR(sample.smUtil, mean(all), 1.0);
 }
 
 TEST(Processes, NamesComeFromTheScenario) {
