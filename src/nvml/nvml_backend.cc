@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <optional>
 #include <thread>
-#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -18,6 +17,7 @@
 #include "nvml/gpm_metrics.h"
 #include "nvml/mig_reader.h"
 #include "nvml/nvml_library.h"
+#include "nvml/process_reader.h"
 #include "nvml/process_resolver.h"
 
 namespace gpuscope::nvml {
@@ -28,8 +28,6 @@ using model::FieldValue;
 
 // Below this window two GPM samples give noisy ratios; the first reading waits this long.
 constexpr auto kMinGpmWindow = std::chrono::milliseconds(100);
-// NVML's "value not available" marker for a process's memory (e.g. under MIG without privileges).
-constexpr unsigned long long kValueNotAvailable = ~0ULL;
 
 // How a return code reads in a Snapshot: missing features are unsupported, not errors.
 FieldValue status_of(nvmlReturn_t rc) {
@@ -37,7 +35,6 @@ FieldValue status_of(nvmlReturn_t rc) {
   return FieldValue::error(static_cast<int>(rc));
 }
 
-bool is_unsupported(nvmlReturn_t rc) { return rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_FUNCTION_NOT_FOUND; }
 
 std::string c_string(const char* buf, std::size_t cap) { return std::string(buf, strnlen(buf, cap)); }
 
@@ -122,15 +119,7 @@ struct NvmlBackend::GpuState {
   nvmlGpmSample_t gpm_prev = nullptr;
   nvmlGpmSample_t gpm_cur = nullptr;
   bool gpm_prev_valid = false;
-  unsigned long long last_util_seen_us = 0;
-  std::unordered_map<unsigned, std::pair<unsigned, unsigned>> process_util;  // pid → (sm, mem) last seen
-  // How many utilization samples the last read returned: the next read passes room for them, so it
-  // takes one call, not a count probe and a read (each ~0.9 ms on a real H100).
-  unsigned process_util_capacity = 0;
-  // When process utilization was last asked (the library's clock) and the pids on the GPU then (sorted):
-  // BackendOptions::process_utilization_interval.
-  std::optional<std::chrono::system_clock::time_point> process_util_read_at;
-  std::vector<unsigned> process_util_pids;
+  std::unique_ptr<ProcessReader> processes;  // process lists and utilization (process_reader.h)
   // The fan query answered NOT_SUPPORTED (H100 SXM: no fans): not asked again until the GPU returns.
   bool fan_unsupported = false;
   std::unique_ptr<MigReader> mig;  // MIG mode and MIG devices (mig_reader.h)
@@ -288,6 +277,7 @@ std::expected<void, BackendError> NvmlBackend::discover() {
   for (unsigned i = 0; i < count; ++i) {
     auto state = std::make_unique<GpuState>();
     state->mig = std::make_unique<MigReader>(L);
+    state->processes = std::make_unique<ProcessReader>(L, process_util_interval_, [this] { return now(); });
     model::GpuInfo info;
     info.index = i;
     if (nvmlReturn_t rc = L.nvmlDeviceGetHandleByIndex_v2(i, &state->device); rc != NVML_SUCCESS) {
@@ -322,7 +312,7 @@ void NvmlBackend::read_static(GpuState& s, model::GpuInfo& info) {
   auto& L = *library_;
   nvmlDevice_t d = s.device;
   s.fan_unsupported = false;  // a GPU that returns may be another board
-  s.process_util_capacity = 0;
+  if (s.processes != nullptr) s.processes->reset();
   auto text = [&](auto fn, std::size_t cap) -> std::optional<std::string> {
     if (fn == nullptr) return std::nullopt;
     std::vector<char> b(cap, '\0');
@@ -585,7 +575,7 @@ model::GpuSample NvmlBackend::sample_gpu(std::size_t i) {
   } else if (!lost) {
     for (std::size_t k = 0; k < kGpmWanted.size(); ++k) g[kGpmWanted[k].field] = s.gpm_carry[k];
   }
-  if (!lost) timed(model::Collector::kProcesses, [&] { read_processes(g, s, mark); });
+  if (!lost) timed(model::Collector::kProcesses, [&] { s.processes->read(s.device, g, *proc_resolver_, mark); });
 
   if (lost) {
     s.up = false;
@@ -873,154 +863,6 @@ void NvmlBackend::read_gpm(model::GpuSample& g, GpuState& s, const model::GpuInf
   mark(read_gpm_metrics(L, s.gpm_prev, s.gpm_cur, kGpmWanted, g.fields));
   // This sample is the start of the next window.
   std::swap(s.gpm_prev, s.gpm_cur);
-}
-
-namespace {
-
-// Reads a process list in one call with room for kProcessListRoom entries; more processes than that
-// answer INSUFFICIENT_SIZE with the count (NVML's count-probe protocol), and the read is retried with
-// room for them (also when the list grew in between).
-constexpr unsigned kProcessListRoom = 16;
-template <class Info, class Fn>
-nvmlReturn_t read_list(Fn fn, nvmlDevice_t d, std::vector<Info>& out) {
-  out.resize(kProcessListRoom);
-  unsigned count = kProcessListRoom;
-  nvmlReturn_t rc = fn(d, &count, out.data());
-  if (rc == NVML_SUCCESS) {
-    out.resize(std::min(count, kProcessListRoom));
-    return rc;
-  }
-  for (int attempt = 0; attempt < 5 && rc == NVML_ERROR_INSUFFICIENT_SIZE; ++attempt) {
-    out.resize(count + 4);  // headroom: processes start between the probe and the read
-    count = static_cast<unsigned>(out.size());
-    rc = fn(d, &count, out.data());
-    if (rc == NVML_SUCCESS) out.resize(count);
-  }
-  return rc;
-}
-
-}  // namespace
-
-template <class Mark>
-void NvmlBackend::read_processes(model::GpuSample& g, GpuState& s, Mark&& mark) {
-  auto& L = *library_;
-  struct Entry {
-    unsigned pid;
-    unsigned long long mem;
-    unsigned gi, ci;
-  };
-  auto collect = [&](auto fn_v3, auto fn_v2, auto fn_v1, model::ProcessKind kind) -> nvmlReturn_t {
-    std::vector<Entry> entries;
-    nvmlReturn_t rc = NVML_ERROR_FUNCTION_NOT_FOUND;
-    // Newest first. Some drivers ship a symbol yet answer FUNCTION_NOT_FOUND (535.98 for _v3):
-    // then the next older one is asked. Entries are kept only from the call that succeeded.
-    if (fn_v3 != nullptr) {
-      std::vector<nvmlProcessInfo_t> list;
-      rc = read_list(fn_v3, s.device, list);
-      if (rc == NVML_SUCCESS) {
-        for (const auto& p : list) entries.push_back({p.pid, p.usedGpuMemory, p.gpuInstanceId, p.computeInstanceId});
-      }
-    }
-    if (is_unsupported(rc) && fn_v2 != nullptr) {
-      std::vector<nvmlProcessInfo_t> list;
-      rc = read_list(fn_v2, s.device, list);
-      if (rc == NVML_SUCCESS) {
-        for (const auto& p : list) entries.push_back({p.pid, p.usedGpuMemory, p.gpuInstanceId, p.computeInstanceId});
-      }
-    }
-    if (is_unsupported(rc) && fn_v1 != nullptr) {
-      std::vector<nvmlProcessInfo_v1_t> list;
-      rc = read_list(fn_v1, s.device, list);
-      if (rc == NVML_SUCCESS) {
-        for (const auto& p : list) entries.push_back({p.pid, p.usedGpuMemory, UINT_MAX, UINT_MAX});
-      }
-    }
-    mark(rc);
-    if (rc != NVML_SUCCESS) return rc;
-    for (const auto& e : entries) {
-      auto it = std::find_if(g.processes.begin(), g.processes.end(), [&](const auto& p) { return p.pid == e.pid; });
-      if (it != g.processes.end()) {
-        it->kind = model::ProcessKind::kComputeAndGraphics;
-        continue;
-      }
-      model::ProcessSample p;
-      p.pid = e.pid;
-      p.kind = kind;
-      if (e.mem != kValueNotAvailable) p.used_memory_bytes = e.mem;
-      if (e.gi != UINT_MAX) p.gpu_instance_id = e.gi;
-      if (e.ci != UINT_MAX) p.compute_instance_id = e.ci;
-      g.processes.push_back(std::move(p));
-    }
-    return rc;
-  };
-  nvmlReturn_t compute = collect(L.nvmlDeviceGetComputeRunningProcesses_v3, L.nvmlDeviceGetComputeRunningProcesses_v2,
-                                 L.nvmlDeviceGetComputeRunningProcesses, model::ProcessKind::kCompute);
-  nvmlReturn_t graphics =
-      collect(L.nvmlDeviceGetGraphicsRunningProcesses_v3, L.nvmlDeviceGetGraphicsRunningProcesses_v2,
-              L.nvmlDeviceGetGraphicsRunningProcesses, model::ProcessKind::kGraphics);
-  if (compute != NVML_SUCCESS && !is_unsupported(compute)) g.processes_error_code = static_cast<int>(compute);
-  if (graphics != NVML_SUCCESS && !is_unsupported(graphics) && !g.processes_error_code) {
-    g.processes_error_code = static_cast<int>(graphics);
-  }
-
-  // Per-process SM/memory utilization: each process's average over the driver's samples newer than the
-  // last one seen on this GPU. NVML has none in MIG mode (NOT_SUPPORTED, documented), so it is not
-  // asked. A call costs ~0.9 ms on an H100, so with a process-utilization interval it is asked that
-  // often, and at once when a process appears; in between each process keeps the average of the last
-  // read, and the next read covers the whole gap: only resolution is lost.
-  std::vector<unsigned> pids;
-  pids.reserve(g.processes.size());
-  for (const auto& p : g.processes) pids.push_back(p.pid);
-  std::sort(pids.begin(), pids.end());
-  const bool util_due = [&] {
-    if (process_util_interval_.count() == 0 || !s.process_util_read_at) return true;
-    if (!std::includes(s.process_util_pids.begin(), s.process_util_pids.end(), pids.begin(), pids.end())) return true;
-    const auto now = this->now();
-    return now < *s.process_util_read_at || now - *s.process_util_read_at >= process_util_interval_;
-  }();
-  if (L.nvmlDeviceGetProcessUtilization != nullptr && !g.processes.empty() && !g.mig_enabled && util_due) {
-    s.process_util_read_at = this->now();
-    s.process_util_pids = pids;
-    // Room for as many samples as last time or one per process, whichever is more: usually one call.
-    // Too little room answers INSUFFICIENT_SIZE with the count needed, and the read is retried.
-    std::vector<nvmlProcessUtilizationSample_t> samples(
-        std::max<std::size_t>(s.process_util_capacity, g.processes.size()) + 4);
-    unsigned count = static_cast<unsigned>(samples.size());
-    nvmlReturn_t rc = L.nvmlDeviceGetProcessUtilization(s.device, samples.data(), &count, s.last_util_seen_us);
-    for (int attempt = 0; attempt < 5 && rc == NVML_ERROR_INSUFFICIENT_SIZE; ++attempt) {
-      samples.resize(count + 4);
-      count = static_cast<unsigned>(samples.size());
-      rc = L.nvmlDeviceGetProcessUtilization(s.device, samples.data(), &count, s.last_util_seen_us);
-    }
-    if (rc == NVML_SUCCESS) {
-      samples.resize(count);
-      s.process_util_capacity = count;
-    } else {
-      samples.clear();
-    }
-    mark(rc);
-    if (rc == NVML_SUCCESS) {
-      // Keep each pid's newest sample; a pid with no new sample keeps its last known figures.
-      std::unordered_map<unsigned, unsigned long long> newest;
-      for (const auto& u : samples) {
-        if (u.timeStamp >= newest[u.pid]) {
-          newest[u.pid] = u.timeStamp;
-          s.process_util[u.pid] = {u.smUtil, u.memUtil};
-        }
-        s.last_util_seen_us = std::max(s.last_util_seen_us, u.timeStamp);
-      }
-    }
-  }
-  std::unordered_map<unsigned, std::pair<unsigned, unsigned>> still_running;
-  for (auto& p : g.processes) {
-    if (auto it = s.process_util.find(p.pid); it != s.process_util.end()) {
-      p.sm_util_percent = it->second.first;
-      p.mem_util_percent = it->second.second;
-      still_running.insert(*it);
-    }
-    p.identity = proc_resolver_->resolve(p.pid);
-  }
-  s.process_util = std::move(still_running);
 }
 
 }  // namespace gpuscope::nvml

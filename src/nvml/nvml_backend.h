@@ -142,8 +142,6 @@ class NvmlBackend {
   void read_field_values(model::GpuSample& g, nvmlDevice_t d, Mark&& mark);
   template <class Mark>
   void read_gpm(model::GpuSample& g, GpuState& s, const model::GpuInfo& info, Mark&& mark);
-  template <class Mark>
-  void read_processes(model::GpuSample& g, GpuState& s, Mark&& mark);
 
   // Declared first so it outlives everything that calls into it.
   std::unique_ptr<NvmlLibrary> library_;
