@@ -1,6 +1,6 @@
 #include "store/chunk_database.h"
 
-#include <sqlite3.h>
+#include "model/sqlite_library.h"
 #include <zlib.h>
 
 #include <array>
@@ -36,42 +36,42 @@ CREATE TABLE IF NOT EXISTS chunks (
 // hold the data).
 
 std::string error_of(sqlite3* db, std::string_view what) {
-  return fmt::format("chunk database: {}: {}", what, sqlite3_errmsg(db));
+  return fmt::format("chunk database: {}: {}", what, model::sqlite().errmsg(db));
 }
 
 // A prepared statement, finalized when it goes out of scope.
 class Statement {
  public:
   Statement(sqlite3* db, const char* sql) : db_(db) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) stmt_ = nullptr;
+    if (model::sqlite().prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) stmt_ = nullptr;
   }
-  ~Statement() { sqlite3_finalize(stmt_); }
+  ~Statement() { model::sqlite().finalize(stmt_); }
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
 
   bool ok() const { return stmt_ != nullptr; }
   sqlite3_stmt* get() const { return stmt_; }
-  void bind(int i, std::int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  void bind(int i, std::int64_t v) { model::sqlite().bind_int64(stmt_, i, v); }
   void bind(int i, std::string_view v) {
-    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    model::sqlite().bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
   }
   void bind_blob(int i, std::span<const std::uint8_t> v) {
-    sqlite3_bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    model::sqlite().bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
   }
   // SQLITE_ROW, SQLITE_DONE or an error code.
-  int step() { return sqlite3_step(stmt_); }
+  int step() { return model::sqlite().step(stmt_); }
   void reset() {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
+    model::sqlite().reset(stmt_);
+    model::sqlite().clear_bindings(stmt_);
   }
-  std::int64_t int64(int col) const { return sqlite3_column_int64(stmt_, col); }
+  std::int64_t int64(int col) const { return model::sqlite().column_int64(stmt_, col); }
   std::string text(int col) const {
-    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
-    return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col))) : std::string();
+    const auto* p = reinterpret_cast<const char*>(model::sqlite().column_text(stmt_, col));
+    return p ? std::string(p, static_cast<std::size_t>(model::sqlite().column_bytes(stmt_, col))) : std::string();
   }
   std::vector<std::uint8_t> blob(int col) const {
-    const auto* p = static_cast<const std::uint8_t*>(sqlite3_column_blob(stmt_, col));
-    return p ? std::vector<std::uint8_t>(p, p + sqlite3_column_bytes(stmt_, col)) : std::vector<std::uint8_t>();
+    const auto* p = static_cast<const std::uint8_t*>(model::sqlite().column_blob(stmt_, col));
+    return p ? std::vector<std::uint8_t>(p, p + model::sqlite().column_bytes(stmt_, col)) : std::vector<std::uint8_t>();
   }
 
  private:
@@ -81,9 +81,9 @@ class Statement {
 
 std::expected<void, std::string> exec(sqlite3* db, const char* sql) {
   char* msg = nullptr;
-  if (sqlite3_exec(db, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
+  if (model::sqlite().exec(db, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
     std::string e = fmt::format("chunk database: {}", msg ? msg : "error");
-    sqlite3_free(msg);
+    model::sqlite().free(msg);
     return std::unexpected(e);
   }
   return {};
@@ -91,15 +91,17 @@ std::expected<void, std::string> exec(sqlite3* db, const char* sql) {
 
 std::expected<sqlite3*, std::string> open_connection(const std::filesystem::path& file, int flags,
                                                      const std::string& vfs = {}) {
+  if (auto api = model::sqlite_api(); !api) return std::unexpected(fmt::format("chunk database: {}", api.error()));
   sqlite3* db = nullptr;
-  if (sqlite3_open_v2(file.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, vfs.empty() ? nullptr : vfs.c_str()) != SQLITE_OK) {
+  const char* vfs_name = vfs.empty() ? nullptr : vfs.c_str();
+  if (model::sqlite().open_v2(file.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, vfs_name) != SQLITE_OK) {
     std::string e = fmt::format("chunk database: cannot open {}: {}", file.string(),
-                                db ? sqlite3_errmsg(db) : "out of memory");
-    sqlite3_close_v2(db);
+                                db ? model::sqlite().errmsg(db) : "out of memory");
+    model::sqlite().close_v2(db);
     return std::unexpected(e);
   }
   // A reader may meet the writer's checkpoint, a second agent on the same directory a lock: wait a while.
-  sqlite3_busy_timeout(db, 5000);
+  model::sqlite().busy_timeout(db, 5000);
   return db;
 }
 
@@ -145,7 +147,7 @@ std::expected<std::unique_ptr<ChunkDatabase>, std::string> ChunkDatabase::open(c
   auto writer = open_connection(file, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, vfs);
   if (!writer) return std::unexpected(writer.error());
   auto fail = [&](std::string e) {
-    sqlite3_close_v2(*writer);
+    model::sqlite().close_v2(*writer);
     return std::unexpected(std::move(e));
   };
   // WAL with synchronous=NORMAL: a commit is atomic and survives a crash of the process (kill -9);
@@ -186,15 +188,15 @@ std::expected<std::unique_ptr<ChunkDatabase>, std::string> ChunkDatabase::open_r
     }
   }
   if (!error.empty()) {
-    sqlite3_close_v2(*reader);
+    model::sqlite().close_v2(*reader);
     return std::unexpected(error);
   }
   return std::unique_ptr<ChunkDatabase>(new ChunkDatabase(file, nullptr, *reader));
 }
 
 ChunkDatabase::~ChunkDatabase() {
-  sqlite3_close_v2(reader_);
-  if (writer_ != nullptr) sqlite3_close_v2(writer_);  // the last connection checkpoints the log into the file
+  model::sqlite().close_v2(reader_);
+  if (writer_ != nullptr) model::sqlite().close_v2(writer_);  // the last connection checkpoints the log into the file
 }
 
 std::expected<void, std::string> ChunkDatabase::write(std::span<const ChunkToWrite> chunks) {
@@ -219,7 +221,7 @@ std::expected<void, std::string> ChunkDatabase::write(std::span<const ChunkToWri
       add_series.bind(1, id);
       if (add_series.step() != SQLITE_DONE) return rollback(error_of(db, "writing a series"));
       add_series.reset();
-      if (sqlite3_changes(db) > 0 && c.labels != nullptr) {
+      if (model::sqlite().changes(db) > 0 && c.labels != nullptr) {
         for (const auto& l : *c.labels) {
           add_label.bind(1, id);
           add_label.bind(2, l.name);
@@ -258,7 +260,7 @@ std::expected<RetentionResult, std::string> ChunkDatabase::delete_before(std::in
   del.bind(1, min_t);
   del.bind(2, min_t);
   if (del.step() != SQLITE_DONE) return rollback(error_of(db, "deleting old chunks"));
-  result.chunks_deleted = static_cast<std::size_t>(sqlite3_changes(db));
+  result.chunks_deleted = static_cast<std::size_t>(model::sqlite().changes(db));
   if (result.chunks_deleted > 0) {
     Statement empty(db, "SELECT id FROM series WHERE NOT EXISTS (SELECT 1 FROM chunks WHERE series_id = series.id)");
     if (!empty.ok()) return rollback(error_of(db, "preparing retention"));
@@ -308,7 +310,7 @@ std::expected<std::vector<PersistedSeries>, std::string> ChunkDatabase::series()
   if (!q.ok()) return std::unexpected(error_of(db, "preparing to read series"));
   int rc;
   while ((rc = q.step()) == SQLITE_ROW) {
-    if (sqlite3_column_type(q.get(), 1) == SQLITE_NULL) continue;  // no chunk left
+    if (model::sqlite().column_type(q.get(), 1) == SQLITE_NULL) continue;  // no chunk left
     const auto id = static_cast<std::uint64_t>(q.int64(0));
     auto it = labels.find(id);
     if (it == labels.end()) continue;  // chunks of a series without labels cannot be queried
@@ -359,15 +361,15 @@ bool ChunkDatabase::is_damaged(const std::filesystem::path& file, const std::str
   bool damaged = false;
   {
     Statement q(*db, "PRAGMA quick_check");
-    int rc = q.ok() ? q.step() : sqlite3_errcode(*db);
+    int rc = q.ok() ? q.step() : model::sqlite().errcode(*db);
     if (rc == SQLITE_ROW) {
       damaged = q.text(0) != "ok";
     } else {
-      const int primary = sqlite3_errcode(*db) & 0xff;
+      const int primary = model::sqlite().errcode(*db) & 0xff;
       damaged = primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT;
     }
   }
-  sqlite3_close_v2(*db);
+  model::sqlite().close_v2(*db);
   return damaged;
 }
 

@@ -9,17 +9,15 @@
 #include <cstring>
 #include <cwchar>
 
-#ifndef NCURSES_WIDECHAR
-#define NCURSES_WIDECHAR 1
-#endif
-#include <ncurses.h>
-
+#include "top/curses_library.h"
 #include "top/top_keys.h"
 
 namespace gpuscope::top {
 
 struct Terminal::Screen {
+  const CursesApi& curses;
   SCREEN* screen = nullptr;
+  WINDOW* window() const { return *curses.screen_window; }
 };
 
 namespace {
@@ -106,29 +104,32 @@ std::expected<std::unique_ptr<Terminal>, std::string> Terminal::open() {
   t->utf8_ = std::strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
   const char* term = std::getenv("TERM");
   if (term == nullptr || *term == '\0') return std::unexpected("TERM is not set: top cannot tell what the terminal can do");
+  auto api = curses_api();
+  if (!api) return std::unexpected(api.error());
+  const CursesApi& c = **api;
   // newterm, not initscr: initscr exits the process when the terminal type is unknown.
-  SCREEN* screen = newterm(nullptr, stdout, stdin);
+  SCREEN* screen = c.newterm(nullptr, stdout, stdin);
   if (screen == nullptr) return std::unexpected("unknown terminal type '" + std::string(term) + "' (TERM)");
-  t->screen_ = new Screen{screen};
-  set_escdelay(kEscapeDelayMs);
-  cbreak();  // not raw(): Ctrl-C still sends SIGINT, which ends top cleanly
-  noecho();
-  nonl();
-  keypad(stdscr, TRUE);
-  curs_set(0);
-  if (has_colors()) {
-    start_color();
-    use_default_colors();
+  t->screen_ = new Screen{c, screen};
+  c.set_escdelay(kEscapeDelayMs);
+  c.cbreak();  // not raw(): Ctrl-C still sends SIGINT, which ends top cleanly
+  c.noecho();
+  c.nonl();
+  c.keypad(t->screen_->window(), TRUE);
+  c.curs_set(0);
+  if (c.has_colors()) {
+    c.start_color();
+    c.use_default_colors();
     t->colors_ = true;
-    init_pair(kPairGood, COLOR_GREEN, -1);
-    init_pair(kPairWarn, COLOR_YELLOW, -1);
-    init_pair(kPairBad, COLOR_RED, -1);
-    init_pair(kPairUtil, COLOR_YELLOW, -1);
-    init_pair(kPairSm, COLOR_GREEN, -1);
-    init_pair(kPairTensor, COLOR_CYAN, -1);
-    init_pair(kPairDram, COLOR_BLUE, -1);
-    init_pair(kPairMemory, COLOR_MAGENTA, -1);
-    init_pair(kPairSelected, COLOR_CYAN, -1);
+    c.init_pair(kPairGood, COLOR_GREEN, -1);
+    c.init_pair(kPairWarn, COLOR_YELLOW, -1);
+    c.init_pair(kPairBad, COLOR_RED, -1);
+    c.init_pair(kPairUtil, COLOR_YELLOW, -1);
+    c.init_pair(kPairSm, COLOR_GREEN, -1);
+    c.init_pair(kPairTensor, COLOR_CYAN, -1);
+    c.init_pair(kPairDram, COLOR_BLUE, -1);
+    c.init_pair(kPairMemory, COLOR_MAGENTA, -1);
+    c.init_pair(kPairSelected, COLOR_CYAN, -1);
   }
   return t;
 }
@@ -137,18 +138,20 @@ Terminal::~Terminal() { close(); }
 
 void Terminal::close() {
   if (screen_ == nullptr) return;
-  endwin();
-  delscreen(screen_->screen);
+  screen_->curses.endwin();
+  screen_->curses.delscreen(screen_->screen);
   delete screen_;
   screen_ = nullptr;
   std::fflush(stdout);
 }
 
-int Terminal::width() const { return screen_ != nullptr ? getmaxx(stdscr) : 0; }
-int Terminal::height() const { return screen_ != nullptr ? getmaxy(stdscr) : 0; }
+int Terminal::width() const { return screen_ != nullptr ? getmaxx(screen_->window()) : 0; }
+int Terminal::height() const { return screen_ != nullptr ? getmaxy(screen_->window()) : 0; }
 
 void Terminal::paint(const ScreenBuffer& buffer) {
   if (screen_ == nullptr) return;
+  const CursesApi& curses = screen_->curses;
+  WINDOW* window = screen_->window();
   const int h = std::min(buffer.height(), height());
   const int w = std::min(buffer.width(), width());
   for (int y = 0; y < h; ++y) {
@@ -159,18 +162,19 @@ void Terminal::paint(const ScreenBuffer& buffer) {
       wchar_t text[2] = {utf8_ ? static_cast<wchar_t>(c.ch) : ascii_stand_in(c.ch), L'\0'};
       const Look look = look_of(c.style);
       cchar_t cc;
-      setcchar(&cc, text, look.attr, colors_ ? look.pair : 0, nullptr);
-      mvadd_wch(y, x, &cc);
+      curses.setcchar(&cc, text, look.attr, colors_ ? look.pair : 0, nullptr);
+      if (curses.wmove(window, y, x) != ERR) curses.wadd_wch(window, &cc);  // mvadd_wch
     }
   }
-  refresh();
+  curses.wrefresh(window);
 }
 
 std::optional<int> Terminal::read_key(int timeout_ms) {
   if (screen_ == nullptr) return std::nullopt;
-  timeout(timeout_ms);
+  WINDOW* window = screen_->window();
+  screen_->curses.wtimeout(window, timeout_ms);
   wint_t ch = 0;
-  const int kind = get_wch(&ch);
+  const int kind = screen_->curses.wget_wch(window, &ch);
   if (kind == ERR) return std::nullopt;
   const int key = map_key(static_cast<int>(ch), kind == KEY_CODE_YES);
   if (key < 0) return std::nullopt;

@@ -1,6 +1,6 @@
 #include "trace/nsys_reader.h"
 
-#include <sqlite3.h>
+#include "model/sqlite_library.h"
 
 #include <array>
 #include <cstring>
@@ -82,7 +82,9 @@ class Statement {
     std::swap(statement_, other.statement_);
     return *this;
   }
-  ~Statement() { sqlite3_finalize(statement_); }
+  ~Statement() {
+    if (statement_ != nullptr) model::sqlite().finalize(statement_);
+  }
   sqlite3_stmt* get() const { return statement_; }
 
  private:
@@ -96,8 +98,8 @@ struct ColumnError {
 
 std::expected<std::int64_t, ColumnError> integer_column(sqlite3_stmt* row, int index, std::string_view name,
                                                         std::optional<std::int64_t> null_value = std::nullopt) {
-  switch (sqlite3_column_type(row, index)) {
-    case SQLITE_INTEGER: return sqlite3_column_int64(row, index);
+  switch (model::sqlite().column_type(row, index)) {
+    case SQLITE_INTEGER: return model::sqlite().column_int64(row, index);
     case SQLITE_NULL:
       if (null_value) return *null_value;
       return std::unexpected(ColumnError{fmt::format("{} is NULL", name)});
@@ -110,17 +112,21 @@ class NsysReader {
   NsysReader(const std::string& file, TraceEventSink& sink, TraceHeader& header, const NsysReadOptions& options)
       : file_(file), sink_(sink), header_(header), options_(options) {}
   // _v2: the connection closes once the statements still held by members (destroyed after this body) are finalized.
-  ~NsysReader() { sqlite3_close_v2(db_); }
+  ~NsysReader() {
+    if (db_ != nullptr) model::sqlite().close_v2(db_);
+  }
 
   std::expected<ParseSummary, TraceError> read() {
     if (auto checked = check_header(); !checked) return std::unexpected(checked.error());
-    if (sqlite3_open_v2(immutable_uri(file_).c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) != SQLITE_OK) {
-      return fail(TraceErrorKind::kIo, fmt::format("cannot open the database: {}", db_ ? sqlite3_errmsg(db_) : "out of memory"));
+    if (auto api = model::sqlite_api(); !api) return fail(TraceErrorKind::kIo, api.error());
+    const model::SqliteApi& sqlite = model::sqlite();
+    if (sqlite.open_v2(immutable_uri(file_).c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) != SQLITE_OK) {
+      return fail(TraceErrorKind::kIo, fmt::format("cannot open the database: {}", db_ ? sqlite.errmsg(db_) : "out of memory"));
     }
     if (summary_.truncated) {
       // SQLite refuses a file shorter than its header's page count as corrupt unless writable_schema is on,
       // and then reads the pages there are (the connection is read-only and immutable: nothing is written).
-      sqlite3_exec(db_, "PRAGMA writable_schema = ON", nullptr, nullptr, nullptr);
+      model::sqlite().exec(db_, "PRAGMA writable_schema = ON", nullptr, nullptr, nullptr);
     }
     auto tables = list_tables();
     if (!tables) return std::unexpected(tables.error());
@@ -212,7 +218,7 @@ class NsysReader {
 
   std::expected<Statement, TraceError> prepare(const std::string& sql) {
     sqlite3_stmt* statement = nullptr;
-    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &statement, nullptr) != SQLITE_OK) {
+    if (model::sqlite().prepare_v2(db_, sql.c_str(), -1, &statement, nullptr) != SQLITE_OK) {
       return damaged(fmt::format("cannot query ({})", sql.substr(0, 60)));
     }
     return Statement(statement);
@@ -220,12 +226,12 @@ class NsysReader {
 
   // An SQLite error while reading: the file is damaged or cut short, or not a database at all.
   std::unexpected<TraceError> damaged(const std::string& doing) const {
-    const int code = sqlite3_errcode(db_);
+    const int code = model::sqlite().errcode(db_);
     const TraceErrorKind kind = code == SQLITE_NOTADB ? TraceErrorKind::kNotATrace
                                 : code == SQLITE_CORRUPT || code == SQLITE_IOERR ? TraceErrorKind::kTruncated
                                                                                  : TraceErrorKind::kIo;
     const char* hint = kind == TraceErrorKind::kTruncated ? " (the report is cut short or damaged)" : "";
-    return fail(kind, fmt::format("{}: SQLite: {}{}", doing, sqlite3_errmsg(db_), hint));
+    return fail(kind, fmt::format("{}: SQLite: {}{}", doing, model::sqlite().errmsg(db_), hint));
   }
 
   std::expected<std::set<std::string, std::less<>>, TraceError> list_tables() {
@@ -233,8 +239,8 @@ class NsysReader {
     if (!statement) return std::unexpected(statement.error());
     std::set<std::string, std::less<>> tables;
     int rc;
-    while ((rc = sqlite3_step(statement->get())) == SQLITE_ROW) {
-      if (const auto* name = sqlite3_column_text(statement->get(), 0)) tables.emplace(reinterpret_cast<const char*>(name));
+    while ((rc = model::sqlite().step(statement->get())) == SQLITE_ROW) {
+      if (const auto* name = model::sqlite().column_text(statement->get(), 0)) tables.emplace(reinterpret_cast<const char*>(name));
     }
     if (rc != SQLITE_DONE) return damaged("reading the list of tables");
     return tables;
@@ -245,8 +251,8 @@ class NsysReader {
     if (!statement) return std::unexpected(statement.error());
     std::set<std::string, std::less<>> columns;
     int rc;
-    while ((rc = sqlite3_step(statement->get())) == SQLITE_ROW) {
-      if (const auto* name = sqlite3_column_text(statement->get(), 1)) columns.emplace(reinterpret_cast<const char*>(name));
+    while ((rc = model::sqlite().step(statement->get())) == SQLITE_ROW) {
+      if (const auto* name = model::sqlite().column_text(statement->get(), 1)) columns.emplace(reinterpret_cast<const char*>(name));
     }
     if (rc != SQLITE_DONE) return damaged(fmt::format("reading the columns of {}", table));
     return columns;
@@ -270,11 +276,11 @@ class NsysReader {
     if (auto it = strings_.find(id); it != strings_.end()) return it->second;
     std::string value;
     sqlite3_stmt* lookup = string_lookup_.get();
-    sqlite3_bind_int64(lookup, 1, id);
-    if (sqlite3_step(lookup) == SQLITE_ROW) {
-      if (const auto* text = sqlite3_column_text(lookup, 0)) value = reinterpret_cast<const char*>(text);
+    model::sqlite().bind_int64(lookup, 1, id);
+    if (model::sqlite().step(lookup) == SQLITE_ROW) {
+      if (const auto* text = model::sqlite().column_text(lookup, 0)) value = reinterpret_cast<const char*>(text);
     }
-    sqlite3_reset(lookup);
+    model::sqlite().reset(lookup);
     return strings_.emplace(id, std::move(value)).first->second;
   }
 
@@ -287,7 +293,7 @@ class NsysReader {
     if (!statement) return std::unexpected(statement.error());
     std::uint64_t row = 0;
     int rc;
-    while ((rc = sqlite3_step(statement->get())) == SQLITE_ROW) {
+    while ((rc = model::sqlite().step(statement->get())) == SQLITE_ROW) {
       ++row;
       ++summary_.event_objects;
       if (auto ok = on_row(statement->get()); !ok) {
@@ -300,7 +306,7 @@ class NsysReader {
     if (rc == SQLITE_DONE) return {};
     if (!options_.lenient) return damaged(fmt::format("reading {} after row {}", table, row));
     summary_.truncated = true;
-    note(fmt::format("{}: stopped after row {}: SQLite: {}", table, row, sqlite3_errmsg(db_)));
+    note(fmt::format("{}: stopped after row {}: SQLite: {}", table, row, model::sqlite().errmsg(db_)));
     return {};
   }
 
@@ -348,10 +354,10 @@ class NsysReader {
     if (id == nullptr) return {};
     auto statement = prepare(fmt::format("SELECT {}, name FROM TARGET_INFO_GPU", id));
     if (!statement) return std::unexpected(statement.error());
-    while (sqlite3_step(statement->get()) == SQLITE_ROW) {
-      const auto* name = sqlite3_column_text(statement->get(), 1);
-      if (sqlite3_column_type(statement->get(), 0) == SQLITE_INTEGER && name != nullptr) {
-        header_.device_names[sqlite3_column_int64(statement->get(), 0)] = reinterpret_cast<const char*>(name);
+    while (model::sqlite().step(statement->get()) == SQLITE_ROW) {
+      const auto* name = model::sqlite().column_text(statement->get(), 1);
+      if (model::sqlite().column_type(statement->get(), 0) == SQLITE_INTEGER && name != nullptr) {
+        header_.device_names[model::sqlite().column_int64(statement->get(), 0)] = reinterpret_cast<const char*>(name);
       }
     }
     return {};  // device names are a nicety: a damaged table is not worth failing the report for
@@ -488,13 +494,13 @@ class NsysReader {
                        for (const auto* v : {&start, &end, &global_tid}) {
                          if (!*v) return std::unexpected(v->error());
                        }
-                       const auto* text_value = sqlite3_column_text(row, 2);
+                       const auto* text_value = model::sqlite().column_text(row, 2);
                        TraceEvent event;
                        event.category = EventCategory::kUserAnnotation;
                        event.tid = thread_of(*global_tid);
                        if (text_value != nullptr) {
                          event.name = std::string_view(reinterpret_cast<const char*>(text_value),
-                                                       static_cast<std::size_t>(sqlite3_column_bytes(row, 2)));
+                                                       static_cast<std::size_t>(model::sqlite().column_bytes(row, 2)));
                        }
                        return emit(event, *start, *end);
                      });
