@@ -7,7 +7,8 @@
 #
 # Usage: bench/rss_symbol_order.sh [SECONDS (default 70: a minute of periodic work)] [BINARY (default build/gpuscope)]
 # Env:   OUT (the list, default cmake/gpuscope_symbol_order.txt), SCENARIO (default bench/h100_costs.yaml),
-#        GPUSCOPE_SIM_LIB (default build/sim/libnvidia-ml.so.1)
+#        GPUSCOPE_SIM_LIB (default build/sim/libnvidia-ml.so.1), FRESH=1 (drop the previous list's names
+#        instead of keeping those the new profile missed after its own)
 #
 # Run it on a quiet machine: with another agent on /run/gpuscope/events.sock, or a profile shorter than the
 # first diagnosis (the price catalog), what the agent skips is missing from the list and lands among the cold.
@@ -72,5 +73,14 @@ callgrind_annotate --threshold=100 "$work/callgrind.out" 2>/dev/null |
   awk '!seen[$0]++' >"$work/order.txt"
 count=$(wc -l <"$work/order.txt")
 (( count > 100 )) || { echo "rss_symbol_order: only $count functions profiled; is $binary built with symbols?" >&2; exit 1; }
+# One profile can miss periodic work that came late under valgrind (a regeneration once lost the price
+# catalog's load and the counters' readers: +0.5 MB resident). The previous list's names follow the new
+# ones: a name the binary no longer has is ignored by the linker, so keeping it costs nothing.
+kept=0
+if [[ -f $out && ${FRESH:-} != 1 ]]; then
+  awk 'NR == FNR { seen[$0] = 1; next } !seen[$0]++' "$work/order.txt" "$out" >"$work/kept.txt"
+  kept=$(wc -l <"$work/kept.txt")
+  cat "$work/kept.txt" >>"$work/order.txt"
+fi
 mv "$work/order.txt" "$out"
-echo "rss_symbol_order: $count functions -> $out"
+echo "rss_symbol_order: $count functions profiled, $kept more kept from the previous list -> $out"
