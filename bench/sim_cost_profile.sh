@@ -5,6 +5,10 @@
 # what driver 580 charges (cost_profile h100-580). Prints CPU % of one core (utime+stime from /proc)
 # beside the real figures (shared/reference/real-h100/README.md: 0.55 % and 0.53 %, one GPU) with the
 # ratio, and the agent's NVML calls per reading by function (from the simulator's call counts).
+# Third, the same seconds: bench/tools/nvitop_exporter_replay.py, nvitop-exporter's NVML calls replayed
+# the way NVIDIA's Python binding makes them (real nvitop-exporter on the H100: 0.81 %); it is the calls
+# and their Python, not the exporter (no Prometheus client, HTTP server or psutil host metrics: see the
+# file). Skipped, with a message, where python3 is missing. Its calls per reading are printed too.
 #
 # Usage: bench/sim_cost_profile.sh [DURATION_SECONDS (default 120)]
 # Env:   GPUSCOPE (default build/gpuscope), SIM_LIB (default build/sim/libnvidia-ml.so.1),
@@ -43,6 +47,7 @@ esac
 # The real H100's figures (1 GPU, 1 s readings): gpuscope serve --no-history, and probes/floor.c with GPM.
 real_agent=0.55
 real_bare=0.53
+real_replay=0.81
 [[ ${AGENT_ARGS:-} == *"--counter-interval 0s"* ]] && real_agent=1.25
 [[ ${FIELDS:-} == all && ${HISTORY:-} == 1 ]] && real_agent=0.76
 
@@ -102,17 +107,39 @@ agent_pct=$(awk -v a="$t0" -v b="$t1" -v ua="$u0" -v ub="$u1" -v hz="$hz" 'BEGIN
 bare_line=$(GPUSCOPE_SIM_SCENARIO="$scenario" GPUSCOPE_SIM_COST_PROFILE="$profile" "$bare" "$duration" gpm "$sim_lib")
 bare_pct=$(sed -n 's/.* \([0-9.]*\) % of one core.*/\1/p' <<<"$bare_line")
 
+# 3. nvitop-exporter's NVML calls replayed in Python, the same seconds.
+replay_line="" replay_pct=""
+if command -v python3 >/dev/null 2>&1; then
+  replay_line=$(GPUSCOPE_SIM_SCENARIO="$scenario" GPUSCOPE_SIM_COST_PROFILE="$profile" GPUSCOPE_SIM_CALL_COUNTS="$work/replay_calls.tsv" \
+    python3 bench/tools/nvitop_exporter_replay.py "$duration" "$sim_lib")
+  replay_pct=$(sed -n 's/.* \([0-9.]*\) % of one core.*/\1/p' <<<"$replay_line")
+else
+  echo "sim_cost_profile: python3 not found: skipping the nvitop-exporter replay" >&2
+fi
+
 ratio() { awk -v s="$1" -v r="$2" 'BEGIN { printf "%.2f", s / r }'; }
 echo
 echo "| process (${gpus} GPU, 1 s readings) | simulated, $profile | real H100 (1 GPU) | ratio |"
 echo "| --- | --- | --- | --- |"
 echo "| gpuscope serve ${extra[*]} ${AGENT_ARGS:-}(steady; real: before the cost-based schedule) | ${agent_pct} % | ${real_agent} % | $(ratio "$agent_pct" "$real_agent") |"
 echo "| bare NVML loop + GPM (whole run) | ${bare_pct} % | ${real_bare} % | $(ratio "$bare_pct" "$real_bare") |"
+replay_note=""
+[[ ${MIG:-} == 1 ]] && replay_note="; its MIG devices not replayed"
+[[ -n $replay_pct ]] &&
+  echo "| nvitop-exporter's NVML calls replayed in Python (steady; no exporter around them${replay_note}) | ${replay_pct} % | ${real_replay} % | $(ratio "$replay_pct" "$real_replay") |"
 echo
 echo "agent: $total_ticks CPU ticks since its start (startup included), peak RSS ${agent_hwm} KiB; $bare_line"
+[[ -n $replay_line ]] && echo "$replay_line"
 echo
 # Readings: every reading makes one nvmlDeviceGetUtilizationRates call per GPU.
 readings=$(awk -F'\t' -v g="$gpus" '$1 == "nvmlDeviceGetUtilizationRates" { print $2 / g }' "$work/agent_calls.tsv")
 echo "gpuscope serve's NVML calls per reading per GPU (${readings} readings; discovery's one-off calls included):"
 sort -t$'\t' -k2,2nr "$work/agent_calls.tsv" |
   awk -F'\t' -v r="$readings" -v g="$gpus" '{ printf "  %-46s %8.2f\n", $1, $2 / r / g }'
+if [[ -s $work/replay_calls.tsv ]]; then
+  replay_readings=$(sed -n 's/.* readings \([0-9]*\),.*/\1/p' <<<"$replay_line")
+  echo
+  echo "the nvitop-exporter replay's NVML calls per reading per GPU (${replay_readings} readings; start-up's one-off calls included):"
+  sort -t$'\t' -k2,2nr "$work/replay_calls.tsv" |
+    awk -F'\t' -v r="$replay_readings" -v g="$gpus" '{ printf "  %-46s %8.2f\n", $1, $2 / r / g }'
+fi
