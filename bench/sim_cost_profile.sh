@@ -117,9 +117,10 @@ else
   echo "sim_cost_profile: python3 not found: skipping the nvitop-exporter replay" >&2
 fi
 
-ratio() { awk -v s="$1" -v r="$2" 'BEGIN { printf "%.2f", s / r }'; }
+# Simulated per GPU over the real 1-GPU figure (no real 8-GPU figure exists).
+ratio() { awk -v s="$1" -v r="$2" -v g="$gpus" 'BEGIN { printf "%.2f", s / g / r }'; }
 echo
-echo "| process (${gpus} GPU, 1 s readings) | simulated, $profile | real H100 (1 GPU) | ratio |"
+echo "| process (${gpus} GPU, 1 s readings) | simulated, $profile | real H100 (1 GPU) | ratio per GPU |"
 echo "| --- | --- | --- | --- |"
 echo "| gpuscope serve ${extra[*]} ${AGENT_ARGS:-}(steady; real: before the cost-based schedule) | ${agent_pct} % | ${real_agent} % | $(ratio "$agent_pct" "$real_agent") |"
 echo "| bare NVML loop + GPM (whole run) | ${bare_pct} % | ${real_bare} % | $(ratio "$bare_pct" "$real_bare") |"
