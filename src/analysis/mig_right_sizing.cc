@@ -1,56 +1,46 @@
 #include "analysis/mig_right_sizing.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
-#include <span>
+#include <tuple>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "analysis/mig_cost.h"
+#include "model/mig_profile_table.h"
 
 namespace gpuscope::analysis {
 namespace {
 
-// nvidia-smi mig -lgip's profiles (src/sim/mig_profiles.cc holds the same, with placements), smallest
-// first. The whole GPU's SMs: an A100's 7g profile has 98 of its 108.
-constexpr std::array<MigProfileSpec, 6> kMigSizingH100{{{"1g.10gb", 1, 16, 9984},
-                                                        {"1g.20gb", 1, 26, 20096},
-                                                        {"2g.20gb", 2, 32, 20096},
-                                                        {"3g.40gb", 3, 60, 40448},
-                                                        {"4g.40gb", 4, 64, 40448},
-                                                        {"7g.80gb", 7, 132, 81152}}};
-constexpr std::array<MigProfileSpec, 6> kMigSizingH200{{{"1g.18gb", 1, 16, 17920},
-                                                        {"1g.35gb", 1, 26, 35840},
-                                                        {"2g.35gb", 2, 32, 35840},
-                                                        {"3g.71gb", 3, 60, 71680},
-                                                        {"4g.71gb", 4, 64, 71680},
-                                                        {"7g.141gb", 7, 132, 143360}}};
-constexpr std::array<MigProfileSpec, 6> kMigSizingA100_80{{{"1g.10gb", 1, 14, 9728},
-                                                           {"1g.20gb", 1, 14, 19968},
-                                                           {"2g.20gb", 2, 28, 19968},
-                                                           {"3g.40gb", 3, 42, 40192},
-                                                           {"4g.40gb", 4, 56, 40192},
-                                                           {"7g.80gb", 7, 98, 80896}}};
-constexpr std::array<MigProfileSpec, 6> kMigSizingA100_40{{{"1g.5gb", 1, 14, 4864},
-                                                           {"1g.10gb", 1, 14, 9984},
-                                                           {"2g.10gb", 2, 28, 9984},
-                                                           {"3g.20gb", 3, 42, 20096},
-                                                           {"4g.20gb", 4, 56, 20096},
-                                                           {"7g.40gb", 7, 98, 40448}}};
 constexpr double kMigSizingMibPerGib = 1024;
 
 struct MigModel {
-  std::span<const MigProfileSpec> profiles;
-  unsigned gpu_sms;
+  std::vector<MigProfileSpec> profiles;  // smallest first
+  unsigned gpu_sms;                      // the whole GPU's: an A100's 7g profile has 98 of its 108
 };
 
+// The board's profiles from the profile table (model/mig_profile_table.h), the "+me" variants left out
+// (the same size), smallest first: by compute slices, then memory.
+MigModel mig_model_of(std::string_view table_name, unsigned gpu_sms) {
+  MigModel m{{}, gpu_sms};
+  for (const model::MigProfileFacts& p : model::mig_profile_table(table_name)) {
+    if (p.name.ends_with("+me")) continue;
+    m.profiles.push_back({p.name, p.slices, p.sm_count, static_cast<double>(p.memory_mib)});
+  }
+  std::ranges::sort(m.profiles, [](const MigProfileSpec& a, const MigProfileSpec& b) {
+    return std::tie(a.slices, a.memory_mib) < std::tie(b.slices, b.memory_mib);
+  });
+  return m;
+}
+
+// A GPU model name as reported (any H100 or A100 variant) to the table of the board it is sized as.
 std::optional<MigModel> mig_model(std::string_view model) {
-  if (model.find("H200") != std::string_view::npos) return MigModel{kMigSizingH200, 132};
-  if (model.find("H100") != std::string_view::npos) return MigModel{kMigSizingH100, 132};
+  if (model.find("H200") != std::string_view::npos) return mig_model_of("NVIDIA H200", 132);
+  if (model.find("H100") != std::string_view::npos) return mig_model_of("NVIDIA H100 80GB HBM3", 132);
   if (model.find("A100") != std::string_view::npos) {
-    if (model.find("40GB") != std::string_view::npos) return MigModel{kMigSizingA100_40, 108};
-    return MigModel{kMigSizingA100_80, 108};
+    if (model.find("40GB") != std::string_view::npos) return mig_model_of("NVIDIA A100-PCIE-40GB", 108);
+    return mig_model_of("NVIDIA A100-SXM4-80GB", 108);
   }
   return std::nullopt;
 }

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "model/mig_profile_table.h"
 #include "sim/gpu_catalog.h"
 
 namespace gpuscope::sim {
@@ -18,18 +19,8 @@ namespace gpuscope::sim {
 inline constexpr unsigned kMigComputeSlices = 7;
 inline constexpr unsigned kMigMemorySlices = 8;
 
-struct MigProfile {
-  unsigned index;          // nvmlDeviceGetGpuInstanceProfileInfoV's profile index (NVML_GPU_INSTANCE_PROFILE_*)
-  unsigned id;             // profile id, as nvmlGpuInstanceInfo_t.profileId
-  std::string_view name;   // "1g.10gb": the driver's name without its "MIG " prefix
-  unsigned slices;         // compute slices (of 7)
-  unsigned memory_slices;  // memory slices (of 8): the placement's size
-  unsigned sm_count;
-  std::uint64_t memory_mib;
-  unsigned max_instances;
-  unsigned copy_engines, decoders, encoders, jpegs, ofas;
-  std::span<const unsigned> starts;  // memory slices a placement may start at
-};
+// The profile table is shared with the MIG right-sizing (model/mig_profile_table.h).
+using MigProfile = model::MigProfileFacts;
 
 // The model's profiles in index order; empty for a model without MIG or without a table here.
 std::span<const MigProfile> mig_profiles(const GpuModel& model);
