@@ -9,6 +9,12 @@
 # the way NVIDIA's Python binding makes them (real nvitop-exporter on the H100: 0.81 %); it is the calls
 # and their Python, not the exporter (no Prometheus client, HTTP server or psutil host metrics: see the
 # file). Skipped, with a message, where python3 is missing. Its calls per reading are printed too.
+# Fourth, where NVITOP_PYTHONPATH names folders holding nvitop-exporter itself and what it imports
+# (nvitop, nvitop_exporter, NVIDIA's pynvml, prometheus_client >= 0.19, psutil), the real exporter at
+# --interval 1 on the same simulated driver, the same seconds, unscraped like the agent: CPU %, peak RSS
+# and its calls per reading. Of those only psutil is a Debian package in a version that serves; the
+# README ("The driver's cost, simulated") says how to lay the others out from their source. It is
+# stopped with SIGINT, so that its atexit nvmlShutdown writes the call counts.
 #
 # Usage: bench/sim_cost_profile.sh [DURATION_SECONDS (default 120)]
 # Env:   GPUSCOPE (default build/gpuscope), SIM_LIB (default build/sim/libnvidia-ml.so.1),
@@ -18,7 +24,7 @@
 #        (a collectors file of every DCGM field gpuscope has) and HISTORY=1 (history on, in a temp dir):
 #        both together are the real H100's "all 61 fields with history" run (0.76 %),
 #        MIG=1 runs bench/h100_mig_costs.yaml (the same H100 in MIG mode with 7 1g.10gb instances: what
-#        per-instance reading costs; no real figure to compare with)
+#        per-instance reading costs; no real figure to compare with), NVITOP_PYTHONPATH (above)
 #
 # The real agent figures were measured before the cost-based read schedule (the counters' and rarely
 # changing gauges' cadence, violation times batched, process utilization in one call): they are the
@@ -58,9 +64,11 @@ for f in "$binary" "$bare"; do [[ -x $f ]] || { echo "sim_cost_profile: no execu
 hz=$(getconf CLK_TCK)
 work=$(mktemp -d)
 agent_pid=""
+exporter_pid=""
 # shellcheck disable=SC2317  # invoked by the EXIT trap
 cleanup() {
   stop_by_pid "$agent_pid"
+  stop_by_pid "$exporter_pid"
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -117,6 +125,35 @@ else
   echo "sim_cost_profile: python3 not found: skipping the nvitop-exporter replay" >&2
 fi
 
+# 4. nvitop-exporter itself, where NVITOP_PYTHONPATH lays it out, the same seconds.
+exporter_pct="" exporter_hwm=""
+if [[ -n ${NVITOP_PYTHONPATH:-} ]]; then
+  : >"$work/exporter.log"
+  # LD_LIBRARY_PATH: pynvml opens libnvidia-ml.so.1 by name, and finds the simulator's first.
+  # env --default-signal: a background job of a script starts with SIGINT ignored, and Python keeps it so.
+  GPUSCOPE_SIM_SCENARIO="$scenario" GPUSCOPE_SIM_COST_PROFILE="$profile" GPUSCOPE_SIM_CALL_COUNTS="$work/exporter_calls.tsv" \
+    LD_LIBRARY_PATH="$(cd "$(dirname "$sim_lib")" && pwd)" PYTHONPATH="$NVITOP_PYTHONPATH" \
+    env --default-signal=INT python3 -m nvitop_exporter --bind-address 127.0.0.1 --port 0 --interval 1 2>"$work/exporter.log" >/dev/null &
+  exporter_pid=$!
+  started=""
+  for _ in $(seq 1 300); do  # bounded wait (30 s: imports and the first collection)
+    grep -q 'Start the exporter' "$work/exporter.log" && { started=1; break; }
+    kill -0 "$exporter_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  [[ -n $started ]] || { echo "sim_cost_profile: nvitop-exporter did not start:" >&2; cat "$work/exporter.log" >&2; exit 1; }
+  sleep 2  # past the first collection
+  e0=$(cpu_ticks "$exporter_pid") v0=$(uptime_s)
+  sleep "$duration"
+  e1=$(cpu_ticks "$exporter_pid") v1=$(uptime_s)
+  exporter_hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$exporter_pid/status")
+  kill -INT "$exporter_pid" 2>/dev/null || true  # KeyboardInterrupt: atexit's nvmlShutdown writes the counts
+  for _ in $(seq 1 50); do kill -0 "$exporter_pid" 2>/dev/null || break; sleep 0.1; done
+  stop_by_pid "$exporter_pid"
+  exporter_pid=""
+  exporter_pct=$(awk -v a="$e0" -v b="$e1" -v ua="$v0" -v ub="$v1" -v hz="$hz" 'BEGIN { printf "%.3f", (b - a) / hz / (ub - ua) * 100 }')
+fi
+
 # Simulated per GPU over the real 1-GPU figure (no real 8-GPU figure exists).
 ratio() { awk -v s="$1" -v r="$2" -v g="$gpus" 'BEGIN { printf "%.2f", s / g / r }'; }
 echo
@@ -128,9 +165,12 @@ replay_note=""
 [[ ${MIG:-} == 1 ]] && replay_note="; its MIG devices not replayed"
 [[ -n $replay_pct ]] &&
   echo "| nvitop-exporter's NVML calls replayed in Python (steady; no exporter around them${replay_note}) | ${replay_pct} % | ${real_replay} % | $(ratio "$replay_pct" "$real_replay") |"
+[[ -n $exporter_pct ]] &&
+  echo "| nvitop-exporter $(PYTHONPATH="$NVITOP_PYTHONPATH" python3 -c 'import nvitop_exporter; print(nvitop_exporter.__version__)' 2>/dev/null) itself, --interval 1 (steady, unscraped) | ${exporter_pct} % | ${real_replay} % | $(ratio "$exporter_pct" "$real_replay") |"
 echo
 echo "agent: $total_ticks CPU ticks since its start (startup included), peak RSS ${agent_hwm} KiB; $bare_line"
 [[ -n $replay_line ]] && echo "$replay_line"
+[[ -n $exporter_hwm ]] && echo "nvitop-exporter: peak RSS ${exporter_hwm} KiB"
 echo
 # Readings: every reading makes one nvmlDeviceGetUtilizationRates call per GPU.
 readings=$(awk -F'\t' -v g="$gpus" '$1 == "nvmlDeviceGetUtilizationRates" { print $2 / g }' "$work/agent_calls.tsv")
@@ -143,4 +183,11 @@ if [[ -s $work/replay_calls.tsv ]]; then
   echo "the nvitop-exporter replay's NVML calls per reading per GPU (${replay_readings} readings; start-up's one-off calls included):"
   sort -t$'\t' -k2,2nr "$work/replay_calls.tsv" |
     awk -F'\t' -v r="$replay_readings" -v g="$gpus" '{ printf "  %-46s %8.2f\n", $1, $2 / r / g }'
+fi
+if [[ -s $work/exporter_calls.tsv ]]; then
+  exporter_readings=$(awk -F'\t' -v g="$gpus" '$1 == "nvmlDeviceGetUtilizationRates" { print $2 / g }' "$work/exporter_calls.tsv")
+  echo
+  echo "nvitop-exporter's NVML calls per reading per GPU (${exporter_readings} readings; start-up's one-off calls included):"
+  sort -t$'\t' -k2,2nr "$work/exporter_calls.tsv" |
+    awk -F'\t' -v r="$exporter_readings" -v g="$gpus" '{ printf "  %-46s %8.2f\n", $1, $2 / r / g }'
 fi
