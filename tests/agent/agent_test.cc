@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/simulated_agent.h"
 #include "e2e/http_client.h"
 
 namespace gpuscope::agent {
@@ -29,11 +30,7 @@ class AgentTest : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     unsetenv("GPUSCOPE_SIM_SCENARIO");
-    config_.host = "127.0.0.1";
-    config_.port = 0;
-    config_.data_dir = (dir_ / "data").string();
-    config_.clock = &clock_;
-    config_.version = "test";
+    config_ = agent_testing::loopback_config(dir_, &clock_);
   }
   void TearDown() override { fs::remove_all(dir_); }
 

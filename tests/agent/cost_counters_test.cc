@@ -41,11 +41,7 @@ class CostCountersTest : public ::testing::Test {
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    config_.host = "127.0.0.1";
-    config_.port = 0;
-    config_.data_dir = (dir_ / "data").string();
-    config_.clock = &clock_;
-    config_.version = "test";
+    config_ = agent_testing::loopback_config(dir_, &clock_);
     config_.diagnosis = false;  // not what is tested here: fewer threads
     config_.counter_interval = 0s;  // the energy counter at every reading, so seconds of it count
     auto catalog = model::PriceCatalog::parse(kCatalog, "test catalog");

@@ -35,11 +35,7 @@ class MigCostCountersTest : public ::testing::Test {
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    config_.host = "127.0.0.1";
-    config_.port = 0;
-    config_.data_dir = (dir_ / "data").string();
-    config_.clock = &clock_;
-    config_.version = "test";
+    config_ = agent_testing::loopback_config(dir_, &clock_);
     config_.diagnosis = false;
     auto catalog = model::PriceCatalog::parse(kMigCostCatalog, "test catalog");
     ASSERT_TRUE(catalog) << catalog.error();

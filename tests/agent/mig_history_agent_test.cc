@@ -42,11 +42,7 @@ class MigHistoryAgentTest : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("gpuscope-mig-history-test-" + std::to_string(getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    config_.host = "127.0.0.1";
-    config_.port = 0;
-    config_.data_dir = (dir_ / "data").string();
-    config_.clock = &clock_;
-    config_.version = "test";
+    config_ = agent_testing::loopback_config(dir_, &clock_);
     // A reading a minute: each tick of the test is one reading, well inside the 5 minute lookback.
     config_.interval = 60s;
   }

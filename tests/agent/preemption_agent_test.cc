@@ -39,12 +39,7 @@ TEST(PreemptionAgent, AGceNoticeSignalsThePidfilesProcessOnceAndShowsInMetrics) 
   model::VirtualClock clock;
   std::stringstream log_text;
   log::Logger log(log_text, log::Level::kInfo);
-  AgentConfig config;
-  config.host = "127.0.0.1";
-  config.port = 0;
-  config.data_dir = (dir / "data").string();
-  config.clock = &clock;
-  config.version = "test";
+  AgentConfig config = agent_testing::loopback_config(dir, &clock);
   config.diagnosis = false;
   config.events_socket = "none";
   auto source = parse_preemption_notice("gce");

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -11,6 +12,18 @@
 #include "agent/agent.h"
 
 namespace gpuscope::agent::agent_testing {
+
+// What every agent test starts from: loopback on a free port, its data under DIR/data, the test's clock,
+// version "test"; the rest as `serve`'s defaults.
+inline AgentConfig loopback_config(const std::filesystem::path& dir, const model::Clock* clock) {
+  AgentConfig config;
+  config.host = "127.0.0.1";
+  config.port = 0;
+  config.data_dir = (dir / "data").string();
+  config.clock = clock;
+  config.version = "test";
+  return config;
+}
 
 // `scenario`: a file under scenarios/ ("straggler.yaml"), or empty for the built-in node. Null (with
 // the test failed) when the agent does not load or start.

@@ -41,11 +41,7 @@ class TrainingAgentTest : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     socket_path_ = (dir_ / "events.sock").string();
-    config_.host = "127.0.0.1";
-    config_.port = 0;
-    config_.data_dir = (dir_ / "data").string();
-    config_.clock = &clock_;
-    config_.version = "test";
+    config_ = agent_testing::loopback_config(dir_, &clock_);
     config_.events_socket = socket_path_;
     config_.training_thresholds.stall_after = 10s;
   }
