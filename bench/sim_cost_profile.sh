@@ -145,6 +145,7 @@ if [[ -n ${NVITOP_PYTHONPATH:-} ]]; then
   sleep 2  # past the first collection
   e0=$(cpu_ticks "$exporter_pid") v0=$(uptime_s)
   sleep "$duration"
+  kill -0 "$exporter_pid" 2>/dev/null || { echo "sim_cost_profile: nvitop-exporter exited during the run:" >&2; cat "$work/exporter.log" >&2; exit 1; }
   e1=$(cpu_ticks "$exporter_pid") v1=$(uptime_s)
   exporter_hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$exporter_pid/status")
   kill -INT "$exporter_pid" 2>/dev/null || true  # KeyboardInterrupt: atexit's nvmlShutdown writes the counts
