@@ -17,6 +17,8 @@
 set -euo pipefail
 # shellcheck source=bench/stop_by_pid.sh
 source "$(dirname "${BASH_SOURCE[0]}")/stop_by_pid.sh"
+# shellcheck source=bench/local_services.sh
+source "$(dirname "${BASH_SOURCE[0]}")/local_services.sh"
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -46,14 +48,8 @@ valgrind --tool=callgrind --demangle=no --callgrind-out-file="$work/callgrind.ou
   "$binary" --simulate="$scenario" serve --listen 127.0.0.1:0 --no-history 2>"$work/agent.log" >/dev/null &
 pid=$!
 
-address=""
-for _ in $(seq 1 600); do  # valgrind startup is slow: wait up to 60 s
-  address=$(sed -n 's/.*msg=listening address=\([^ ]*\).*/\1/p' "$work/agent.log" | head -n1)
-  [[ -n $address ]] && break
-  kill -0 "$pid" 2>/dev/null || { echo "rss_symbol_order: agent exited early:" >&2; cat "$work/agent.log" >&2; exit 1; }
-  sleep 0.1
-done
-[[ -n $address ]] || { echo "rss_symbol_order: no 'listening' line within 60 s" >&2; exit 1; }
+# valgrind startup is slow: wait up to 60 s
+address=$(listen_address "$work/agent.log" "$pid" 600) || { echo "rss_symbol_order: the agent did not start under valgrind" >&2; exit 1; }
 case $address in 127.0.0.1:*) ;; *) echo "rss_symbol_order: unexpected address $address" >&2; exit 1 ;; esac
 
 sleep "$((seconds / 2))"

@@ -34,6 +34,8 @@
 set -euo pipefail
 # shellcheck source=bench/stop_by_pid.sh
 source "$(dirname "${BASH_SOURCE[0]}")/stop_by_pid.sh"
+# shellcheck source=bench/local_services.sh
+source "$(dirname "${BASH_SOURCE[0]}")/local_services.sh"
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -92,14 +94,8 @@ fi
 GPUSCOPE_SIM_LIB="$sim_lib" GPUSCOPE_SIM_COST_PROFILE="$profile" GPUSCOPE_SIM_CALL_COUNTS="$work/agent_calls.tsv" \
   "$binary" --simulate="$scenario" serve --listen 127.0.0.1:0 "${extra[@]}" ${AGENT_ARGS:-} 2>"$work/agent.log" >/dev/null &
 agent_pid=$!
-address=""
-for _ in $(seq 1 300); do  # bounded wait (30 s: the first reading pays the profile's slow calls)
-  address=$(sed -n 's/.*msg=listening address=\([^ ]*\).*/\1/p' "$work/agent.log" | head -n1)
-  [[ -n $address ]] && break
-  kill -0 "$agent_pid" 2>/dev/null || { echo "sim_cost_profile: agent exited early:" >&2; cat "$work/agent.log" >&2; exit 1; }
-  sleep 0.1
-done
-[[ -n $address ]] || { echo "sim_cost_profile: no 'listening' line within 30 s:" >&2; cat "$work/agent.log" >&2; exit 1; }
+# bounded wait (30 s: the first reading pays the profile's slow calls)
+listen_address "$work/agent.log" "$agent_pid" 300 >/dev/null || { echo "sim_cost_profile: the agent did not start" >&2; exit 1; }
 sleep 2  # past the first reading and the discovery
 t0=$(cpu_ticks "$agent_pid") u0=$(uptime_s)
 sleep "$duration"
