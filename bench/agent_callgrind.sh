@@ -15,6 +15,8 @@
 set -euo pipefail
 # shellcheck source=bench/stop_by_pid.sh
 source "$(dirname "${BASH_SOURCE[0]}")/stop_by_pid.sh"
+# shellcheck source=bench/local_services.sh
+source "$(dirname "${BASH_SOURCE[0]}")/local_services.sh"
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -47,14 +49,8 @@ valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out/callgrin
   2>"$out/agent.log" >/dev/null &
 pid=$!
 
-address=""
-for _ in $(seq 1 600); do  # valgrind startup is slow: wait up to 60 s
-  address=$(sed -n 's/.*msg=listening address=\([^ ]*\).*/\1/p' "$out/agent.log" | head -n1)
-  [[ -n $address ]] && break
-  kill -0 "$pid" 2>/dev/null || { echo "agent_callgrind: agent exited early:" >&2; cat "$out/agent.log" >&2; exit 1; }
-  sleep 0.1
-done
-[[ -n $address ]] || { echo "agent_callgrind: no 'listening' line within 60 s" >&2; exit 1; }
+# valgrind startup is slow: wait up to 60 s
+address=$(listen_address "$out/agent.log" "$pid" 600) || { echo "agent_callgrind: no agent" >&2; exit 1; }
 case $address in 127.0.0.1:*) ;; *) echo "agent_callgrind: unexpected address $address" >&2; exit 1 ;; esac
 
 callgrind_control -i on "$pid" >/dev/null

@@ -16,6 +16,8 @@
 set -euo pipefail
 # shellcheck source=bench/stop_by_pid.sh
 source "$(dirname "${BASH_SOURCE[0]}")/stop_by_pid.sh"
+# shellcheck source=bench/local_services.sh
+source "$(dirname "${BASH_SOURCE[0]}")/local_services.sh"
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"  # --simulate=scenarios/demo.yaml and the default binary are repo-relative
@@ -59,14 +61,7 @@ rule_args=()
   "${rule_args[@]}" 2>"$work/agent.log" >/dev/null &
 agent_pid=$!
 
-address=""
-for _ in $(seq 1 100); do  # bounded wait (10 s) for the "msg=listening address=..." line
-  address=$(sed -n 's/.*msg=listening address=\([^ ]*\).*/\1/p' "$work/agent.log" | head -n1)
-  [[ -n $address ]] && break
-  kill -0 "$agent_pid" 2>/dev/null || { echo "agent_footprint: agent exited early:" >&2; cat "$work/agent.log" >&2; exit 1; }
-  sleep 0.1
-done
-[[ -n $address ]] || { echo "agent_footprint: no 'listening' line within 10 s:" >&2; cat "$work/agent.log" >&2; exit 1; }
+address=$(listen_address "$work/agent.log" "$agent_pid" 100) || { echo "agent_footprint: no agent" >&2; exit 1; }
 case $address in 127.0.0.1:*) ;; *) echo "agent_footprint: unexpected address $address" >&2; exit 1 ;; esac
 url="http://$address/metrics"
 

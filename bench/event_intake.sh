@@ -12,6 +12,8 @@
 set -euo pipefail
 # shellcheck source=bench/stop_by_pid.sh
 source "$(dirname "${BASH_SOURCE[0]}")/stop_by_pid.sh"
+# shellcheck source=bench/local_services.sh
+source "$(dirname "${BASH_SOURCE[0]}")/local_services.sh"
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -41,14 +43,9 @@ start_agent() {
   "$binary" --simulate=scenarios/demo.yaml serve --listen 127.0.0.1:0 --data-dir "$work/history-$1" \
     --events-socket "$work/events.sock" 2>"$work/agent.log" >/dev/null &
   agent_pid=$!
-  for _ in $(seq 1 200); do
-    port=$(sed -n 's/.*msg=listening address=127.0.0.1:\([0-9]*\).*/\1/p' "$work/agent.log" | head -1)
-    [[ -n $port ]] && return 0
-    sleep 0.05
-  done
-  echo "event_intake: the agent did not start:" >&2
-  cat "$work/agent.log" >&2
-  exit 1
+  local address
+  address=$(listen_address "$work/agent.log" "$agent_pid" 100) || { echo "event_intake: the agent did not start" >&2; exit 1; }
+  port=${address##*:}
 }
 
 received() {

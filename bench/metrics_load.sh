@@ -14,6 +14,8 @@
 set -euo pipefail
 # shellcheck source=bench/stop_by_pid.sh
 source "$(dirname "${BASH_SOURCE[0]}")/stop_by_pid.sh"
+# shellcheck source=bench/local_services.sh
+source "$(dirname "${BASH_SOURCE[0]}")/local_services.sh"
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"  # --simulate=scenarios/demo.yaml and the default binary are repo-relative
@@ -43,15 +45,7 @@ trap 'exit 130' INT TERM  # route signals through the EXIT trap
 "$binary" --simulate="$scenario" serve --listen 127.0.0.1:0 --data-dir "$work/history" 2>"$work/agent.log" >/dev/null &
 agent_pid=$!
 
-# Wait (bounded, 10 s) for: ts=... level=info msg=listening address=127.0.0.1:PORT interval=...
-address=""
-for _ in $(seq 1 100); do
-  address=$(sed -n 's/.*msg=listening address=\([^ ]*\).*/\1/p' "$work/agent.log" | head -n1)
-  [[ -n $address ]] && break
-  kill -0 "$agent_pid" 2>/dev/null || { echo "metrics_load: agent exited early:" >&2; cat "$work/agent.log" >&2; exit 1; }
-  sleep 0.1
-done
-[[ -n $address ]] || { echo "metrics_load: no 'listening' line within 10 s:" >&2; cat "$work/agent.log" >&2; exit 1; }
+address=$(listen_address "$work/agent.log" "$agent_pid" 100) || { echo "metrics_load: no agent" >&2; exit 1; }
 case $address in 127.0.0.1:*) ;; *) echo "metrics_load: unexpected address $address" >&2; exit 1 ;; esac
 url="http://$address/metrics"
 

@@ -14,6 +14,8 @@
 set -euo pipefail
 # shellcheck source=bench/stop_by_pid.sh
 source "$(dirname "${BASH_SOURCE[0]}")/stop_by_pid.sh"
+# shellcheck source=bench/local_services.sh
+source "$(dirname "${BASH_SOURCE[0]}")/local_services.sh"
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -45,14 +47,7 @@ now_s() { cut -d' ' -f1 /proc/uptime; }
 "$binary" --simulate=scenarios/demo.yaml serve --listen 127.0.0.1:0 --data-dir "$work/history" \
   --events-socket none 2>"$work/agent.log" >/dev/null &
 agent_pid=$!
-address=""
-for _ in $(seq 1 100); do
-  address=$(sed -n 's/.*msg=listening address=\([^ ]*\).*/\1/p' "$work/agent.log" | head -n1)
-  [[ -n $address ]] && break
-  kill -0 "$agent_pid" 2>/dev/null || { echo "web_dashboard: agent exited early:" >&2; cat "$work/agent.log" >&2; exit 1; }
-  sleep 0.1
-done
-[[ -n $address ]] || { echo "web_dashboard: no 'listening' line within 10 s" >&2; exit 1; }
+address=$(listen_address "$work/agent.log" "$agent_pid" 100) || { echo "web_dashboard: no agent" >&2; exit 1; }
 url="http://$address/"
 echo "agent pid=$agent_pid url=$url duration=${duration}s nproc=$(nproc) loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
 
