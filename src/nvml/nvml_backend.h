@@ -127,19 +127,8 @@ class NvmlBackend {
   void read_static(GpuState& s, model::GpuInfo& info);
   model::GpuSample sample_gpu(std::size_t i);
   bool try_recover(GpuState& s, model::GpuInfo& info);
-  // `mark` sees every return code, so GPU_IS_LOST anywhere ends the GPU's reading.
-  template <class Mark>
-  void read_utilization(model::GpuSample& g, nvmlDevice_t d, Mark&& mark);
-  template <class Mark>
-  void read_memory(model::GpuSample& g, nvmlDevice_t d, Mark&& mark);
-  template <class Mark>
-  void read_bar1(model::GpuSample& g, nvmlDevice_t d, Mark&& mark);
-  template <class Mark>
-  void read_health(model::GpuSample& g, nvmlDevice_t d, Mark&& mark);
-  template <class Mark>
-  void read_violations(model::GpuSample& g, nvmlDevice_t d, Mark&& mark);
-  template <class Mark>
-  void read_field_values(model::GpuSample& g, nvmlDevice_t d, Mark&& mark);
+  // `mark` sees every return code, so GPU_IS_LOST anywhere ends the GPU's reading. The other queries of
+  // a reading are in device_readers.h.
   template <class Mark>
   void read_gpm(model::GpuSample& g, GpuState& s, const model::GpuInfo& info, Mark&& mark);
 
