@@ -31,9 +31,8 @@ class LabelMatcher {
   // `name="value"` as Prometheus prints a matcher.
   std::string to_string() const;
 
-  struct Regex;  // a compiled RE2, or the literal alternatives
-
  private:
+  struct Regex;  // a compiled RE2, or the literal alternatives
   LabelMatcher(Op op, std::string name, std::string value, std::shared_ptr<const Regex> re)
       : op_(op), name_(std::move(name)), value_(std::move(value)), re_(std::move(re)) {}
   Op op_;
